@@ -1,0 +1,42 @@
+// RAII owner of a PMIx client session (PMIx_Init .. PMIx_Finalize) with one checked
+// wrapper per PMIx call. Errors name the namespace, the rank and PMIx's own message.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace dl::pmix {
+
+class Session {
+ public:
+  // PMIx_Init; throws dl::SystemError when this process was not started by a
+  // PMIx-enabled launcher (e.g. plain `srun` without --mpi=pmix).
+  Session();
+  ~Session();
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+  Session(Session&&) = delete;
+  Session& operator=(Session&&) = delete;
+
+  const std::string& nspace() const { return nspace_; }
+  std::uint32_t rank() const { return rank_; }
+
+  std::uint32_t job_size() const;
+  std::uint32_t local_size() const;
+  std::uint16_t local_rank() const;
+  std::uint32_t node_id() const;
+
+  // Publishes key=value to every rank of the job (PMIX_GLOBAL); visible after commit()
+  // and a collecting fence.
+  void put(const std::string& key, const std::string& value);
+  void commit();
+  // Blocks until every rank of the namespace arrives, collecting the committed data.
+  void fence();
+  std::string get(std::uint32_t rank, const std::string& key) const;
+
+ private:
+  std::string nspace_;
+  std::uint32_t rank_ = 0;
+};
+
+}  // namespace dl::pmix

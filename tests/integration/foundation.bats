@@ -1,0 +1,93 @@
+#!/usr/bin/env bats
+# The mini-cluster is real Slurm: multi-node steps, PMIx, fake GPUs, batch jobs,
+# preemption, and the SPANK plugin loaded.
+
+load helpers
+
+setup() { cd "$BATS_TEST_TMPDIR"; }
+teardown() { cancel_all; }
+
+@test "srun -N4 runs one task on each of four nodes" {
+  run run_srun -N4 sh -c 'echo $SLURMD_NODENAME'
+  [ "$status" -eq 0 ]
+  [ "$(echo "$output" | sort -u | tr '\n' ' ')" = "n1 n2 n3 n4 " ]
+}
+
+@test "PMIx put/commit/fence/get across 8 ranks on 4 nodes" {
+  run run_srun -N4 --ntasks-per-node=2 --mpi=pmix "$DL_BUILD_DIR/tests/integration/pmix_exchange"
+  [ "$status" -eq 0 ]
+  [ "$(echo "$output" | grep -c '^rank=')" -eq 8 ]
+  # Every rank saw the same, complete table, with two ranks on each node.
+  [ "$(echo "$output" | sed 's/.*peers=//' | sort -u | wc -l)" -eq 1 ]
+  peers=$(echo "$output" | head -n 1 | sed 's/.*peers=//')
+  [ "$peers" = "0@n1,1@n1,2@n2,3@n2,4@n3,5@n3,6@n4,7@n4" ]
+  [ "$(echo "$output" | grep -o 'rank=[0-9]*' | sort -u | wc -l)" -eq 8 ]
+  [ "$(echo "$output" | grep -c 'size=8 local_rank=[01] local_size=2')" -eq 8 ]
+}
+
+@test "fake GPUs are visible as CUDA_VISIBLE_DEVICES" {
+  run run_srun -N4 --gpus-per-node=2 sh -c 'echo "$SLURMD_NODENAME=$CUDA_VISIBLE_DEVICES"'
+  [ "$status" -eq 0 ]
+  [ "$(echo "$output" | sort | tr '\n' ' ')" = "n1=0,1 n2=0,1 n3=0,1 n4=0,1 " ]
+  run run_srun -N1 --gpus=1 sh -c 'echo "$CUDA_VISIBLE_DEVICES"'
+  [ "$status" -eq 0 ]
+  [ "$output" = "0" ]
+}
+
+@test "the SPANK plugin is loaded in every task" {
+  grep -q 'spank_dl.so' "$(dirname "$SLURM_CONF")/plugstack.conf"
+  run run_srun -N4 sh -c 'echo "${DL_SPANK_VERSION:-missing}"'
+  [ "$status" -eq 0 ]
+  [ "$(echo "$output" | sort -u)" = "$(sed -n 's/^#define PACKAGE_VERSION "\(.*\)"/\1/p' "$DL_BUILD_DIR/config.h")" ]
+}
+
+@test "a two-node batch job runs and completes" {
+  job=$(submit -N2 -o out.txt --wrap 'srun sh -c "echo hello from \$SLURMD_NODENAME"')
+  wait_state "$job" COMPLETED 60
+  [ "$(sort out.txt | tr '\n' ' ')" = "hello from n1 hello from n2 " ]
+}
+
+@test "preemption: SIGTERM at once, requeue (not cancel) when the grace time ends" {
+  # A short grace for this test only; the job ignores SIGTERM so that it outlives it.
+  scontrol update PartitionName=low GraceTime=3
+  low=$(submit -p low --requeue -N4 --gpus-per-node=2 -o low.txt \
+    --wrap 'trap "echo got SIGTERM" TERM; while :; do sleep 0.2; done')
+  wait_state "$low" RUNNING 30
+  high=$(submit -p high -N1 --gpus-per-node=2 -o high.txt --wrap 'echo high ran')
+  wait_state "$high" COMPLETED 90
+  scontrol update PartitionName=low GraceTime=60
+  grep -q 'got SIGTERM' low.txt
+  [ "$(job_field "$low" Restarts)" -ge 1 ]
+  wait_state "$low" 'PENDING|RUNNING|CONFIGURING' 30
+}
+
+@test "minicluster: up twice, status, env and down on a second cluster" {
+  mc="$DL_ROOT/scripts/minicluster"
+  dir="$DL_BUILD_DIR/test-clusters/mc2"  # munged must reach it
+  "$mc" up --dir "$dir" --port-base 17900 --nodes 2 --gpus-per-node 1
+  "$mc" up --dir "$dir" --port-base 17900 --nodes 2 --gpus-per-node 1
+  run "$mc" status --dir "$dir"
+  [ "$status" -eq 0 ]
+  [ "$(echo "$output" | grep -c ': running')" -eq 4 ] # munged, slurmctld, 2 slurmd
+  run "$mc" env --dir "$dir"
+  [ "$output" = "export SLURM_CONF=$dir/slurm.conf" ]
+  SLURM_CONF="$dir/slurm.conf" run timeout 60 srun -N2 true
+  [ "$status" -eq 0 ]
+  pids=$(cat "$dir"/run/*.pid)
+  "$mc" down --dir "$dir"
+  for p in $pids; do ! kill -0 "$p" 2>/dev/null; done
+  # The main cluster is untouched.
+  run_srun -N1 true
+}
+
+@test "minicluster --netns gives every node its own hostname and address" {
+  mc="$DL_ROOT/scripts/minicluster"
+  dir="$DL_BUILD_DIR/test-clusters/mc3"
+  "$mc" up --dir "$dir" --port-base 18900 --nodes 2 --netns
+  SLURM_CONF="$dir/slurm.conf" run timeout 60 srun -N2 sh -c 'echo "$(hostname) $(hostname -I)"'
+  "$mc" down --dir "$dir"
+  [ "$status" -eq 0 ]
+  [ "$(echo "$output" | awk '{print $1}' | sort | tr '\n' ' ')" = "n1 n2 " ]
+  [ "$(echo "$output" | awk '{print $2}' | sort -u | wc -l)" -eq 2 ]
+  ! ip netns list | grep -q dl18900-
+}

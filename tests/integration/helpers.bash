@@ -1,0 +1,35 @@
+# Shared by the integration tests. scripts/test starts the mini-cluster and exports
+# SLURM_CONF, DL_ROOT and DL_BUILD_DIR before running bats.
+
+: "${SLURM_CONF:?run the integration tests through scripts/test (SLURM_CONF is not set)}"
+: "${DL_ROOT:?DL_ROOT is not set}"
+: "${DL_BUILD_DIR:?DL_BUILD_DIR is not set}"
+export SLURM_CONF
+
+# A bounded srun: a hang fails the test instead of stalling CI.
+run_srun() { timeout "${SRUN_TIMEOUT:-120}" srun "$@"; }
+
+# Submits a batch job and prints its id; extra arguments go to sbatch.
+submit() { sbatch --parsable "$@" | cut -d';' -f1; }
+
+job_state() { scontrol show job "$1" -o 2>/dev/null | grep -o 'JobState=[A-Z_]*' | cut -d= -f2; }
+job_field() { scontrol show job "$1" -o 2>/dev/null | tr ' ' '\n' | sed -n "s/^$2=//p" | head -n 1; }
+
+# Waits until job $1 is in one of the states $2 (a regex, e.g. 'COMPLETED|FAILED').
+wait_state() {
+  local job=$1 want=$2 limit=${3:-120} state=""
+  local deadline=$((SECONDS + limit))
+  while [ $SECONDS -lt $deadline ]; do
+    state=$(job_state "$job")
+    if [[ $state =~ ^($want)$ ]]; then return 0; fi
+    sleep 0.5
+  done
+  echo "job $job is '$state' after ${limit}s, expected $want" >&2
+  scontrol show job "$job" >&2 || true
+  return 1
+}
+
+# The queue holds no job of the current user (nothing was submitted).
+queue_empty() { [ -z "$(squeue -h -u "$(id -un)" -o %i)" ]; }
+
+cancel_all() { scancel --full --quiet -u "$(id -un)" 2>/dev/null || true; }
