@@ -63,9 +63,10 @@ teardown() { cancel_all; }
 
 @test "minicluster: up twice, status, env and down on a second cluster" {
   mc="$DL_ROOT/scripts/minicluster"
-  dir="$DL_BUILD_DIR/test-clusters/mc2"  # munged must reach it
-  "$mc" up --dir "$dir" --port-base 17900 --nodes 2 --gpus-per-node 1
-  "$mc" up --dir "$dir" --port-base 17900 --nodes 2 --gpus-per-node 1
+  dir="$DL_BUILD_DIR/test-clusters/mc2" # munged must reach it
+  port=$((${DL_MINICLUSTER_PORT_BASE:-16800} + 1100))
+  "$mc" up --dir "$dir" --port-base "$port" --nodes 2 --gpus-per-node 1
+  "$mc" up --dir "$dir" --port-base "$port" --nodes 2 --gpus-per-node 1
   run "$mc" status --dir "$dir"
   [ "$status" -eq 0 ]
   [ "$(echo "$output" | grep -c ': running')" -eq 4 ] # munged, slurmctld, 2 slurmd
@@ -83,11 +84,12 @@ teardown() { cancel_all; }
 @test "minicluster --netns gives every node its own hostname and address" {
   mc="$DL_ROOT/scripts/minicluster"
   dir="$DL_BUILD_DIR/test-clusters/mc3"
-  "$mc" up --dir "$dir" --port-base 18900 --nodes 2 --netns
+  port=$((${DL_MINICLUSTER_PORT_BASE:-16800} + 2100))
+  "$mc" up --dir "$dir" --port-base "$port" --nodes 2 --netns
   SLURM_CONF="$dir/slurm.conf" run timeout 60 srun -N2 sh -c 'echo "$(hostname) $(hostname -I)"'
   "$mc" down --dir "$dir"
   [ "$status" -eq 0 ]
   [ "$(echo "$output" | awk '{print $1}' | sort | tr '\n' ' ')" = "n1 n2 " ]
   [ "$(echo "$output" | awk '{print $2}' | sort -u | wc -l)" -eq 2 ]
-  ! ip netns list | grep -q dl18900-
+  ! ip netns list | grep -q "dl$port-"
 }
