@@ -1,0 +1,114 @@
+// The deep-learning job spec: what the --dl-* options ask for, parsed and checked
+// once, in one place. The SPANK plugin builds it from options (and DL_* environment
+// defaults) at submit time; it travels to the controller and to every task as DL_*
+// variables, where the job_submit plugin and dlrun read it back with spec_from_env().
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace dl {
+
+enum class Placement { pack, spread, leaf_switch };
+
+std::string_view to_string(Placement p);
+
+// Site defaults and limits, from the plugin's plugstack.conf arguments.
+struct SiteConfig {
+  // Parent of default checkpoint directories: <root>/<user>/<job name>.
+  std::string default_ckpt_root = "/var/tmp/slurm-dl";
+  // Checkpoint directories must lie under one of these. "~" stands for the job user's
+  // home directory. Empty means {default_ckpt_root, "~"}.
+  std::vector<std::string> allowed_ckpt_roots;
+  std::uint32_t max_gpus = 64;
+  std::chrono::seconds default_grace{120};
+
+  std::vector<std::string> effective_ckpt_roots() const;
+};
+
+// Parses "key=value" plugstack arguments; an unknown key or bad value throws
+// InputError naming it.
+SiteConfig parse_site_config(const std::vector<std::string>& args);
+
+struct Elastic {
+  std::uint32_t min = 0;
+  std::uint32_t max = 0;
+};
+
+struct Spec {
+  std::optional<std::uint32_t> gpus;
+  Placement placement = Placement::pack;
+  std::string ckpt_dir;  // absolute; empty until resolved (see default_ckpt_dir)
+  std::optional<std::chrono::seconds> ckpt_every;
+  std::uint32_t ckpt_keep = 3;
+  bool preemptible = false;
+  std::chrono::seconds grace{120};
+  std::uint32_t max_restarts = 3;
+  std::optional<Elastic> elastic;
+  std::string experiment;
+  std::string trial;
+  std::chrono::seconds watchdog{0};  // 0 = off
+
+  // The DL_* variables that carry this spec (only the ones that are set).
+  std::vector<std::pair<std::string, std::string>> to_env() const;
+};
+
+// One --dl-* option, as registered with Slurm and listed by `sbatch --help`.
+struct OptionInfo {
+  const char* name;  // without "--", e.g. "dl-gpus"
+  const char* arg;   // e.g. "N"; nullptr for a flag
+  const char* help;  // one line
+  const char* env;   // the DL_* variable that gives its default and carries it
+};
+
+const std::vector<OptionInfo>& option_infos();
+
+// Reads a variable of the submitting environment; nullopt when unset.
+using EnvLookup = std::function<std::optional<std::string>(const std::string&)>;
+
+// Values the user gave on the command line or in #SBATCH lines: option name (without
+// "--") -> value ("" for flags). Callbacks only store here; all checks happen in
+// make_spec.
+using RawOptions = std::map<std::string, std::string>;
+
+// Builds and checks the spec from options, falling back to DL_* variables of `env`
+// for options not given, then to site defaults. Throws InputError with one message
+// naming the option (or the variable), the value and what is allowed. Returns
+// nullopt when neither options nor DL_* variables ask for anything: not a DL job.
+// `home` is the submitting user's home directory (for "~" in allowed roots).
+std::optional<Spec> make_spec(const RawOptions& raw, const EnvLookup& env, const SiteConfig& site,
+                              std::string_view home);
+
+// Reads a spec back from the DL_* variables that to_env() wrote (the job's
+// spank_job_env in the controller, the task environment in dlrun). Throws
+// InputError on malformed values; nullopt when no DL_GPUS/DL_* spec is present.
+std::optional<Spec> spec_from_env(const EnvLookup& env);
+
+// <site.default_ckpt_root>/<user>/<job name>, the job name made a safe single path
+// component, so that a requeued or resubmitted job finds its checkpoints.
+std::string default_ckpt_dir(const SiteConfig& site, std::string_view user,
+                             std::string_view job_name);
+
+// Expands "~" in the site's roots with `home` and says whether `dir` lies under one
+// of them (by path components; no symlink resolution, the slurmstepd side does that).
+bool ckpt_dir_allowed(const SiteConfig& site, std::string_view dir, std::string_view home);
+
+// What the controller knows about the job; used to check the spec against the
+// native request (job_submit plugin).
+struct NativeRequest {
+  std::optional<std::chrono::seconds> time_limit;  // nullopt: none/infinite
+  std::optional<std::uint32_t> gpus;               // total GPUs from --gpus/--gres=gpu
+};
+
+// Conflicts between the spec and the rest of the job: --dl-grace not shorter than
+// the time limit, --dl-gpus contradicting --gpus/--gres=gpu. Throws InputError.
+void check_against_request(const Spec& spec, const NativeRequest& request);
+
+}  // namespace dl

@@ -1,0 +1,263 @@
+#include "core/spec.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+
+#include "core/error.h"
+
+namespace dl {
+namespace {
+
+using std::chrono::seconds;
+
+EnvLookup env_of(std::map<std::string, std::string> vars) {
+  return [vars = std::move(vars)](const std::string& name) -> std::optional<std::string> {
+    const auto it = vars.find(name);
+    if (it == vars.end()) return std::nullopt;
+    return it->second;
+  };
+}
+
+const EnvLookup no_env = env_of({});
+
+std::string error_of(const RawOptions& raw, const EnvLookup& env = no_env,
+                     const SiteConfig& site = {}) {
+  try {
+    make_spec(raw, env, site, "/home/alice");
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "(accepted)";
+}
+
+TEST(Spec, NothingAskedIsNotADlJob) {
+  EXPECT_FALSE(make_spec({}, no_env, {}, "/home/alice"));
+  EXPECT_FALSE(make_spec({}, env_of({{"PATH", "/bin"}, {"DLX", "1"}}), {}, "/home/alice"));
+}
+
+TEST(Spec, DefaultsWhenOnlyGpusGiven) {
+  const auto spec = make_spec({{"dl-gpus", "8"}}, no_env, {}, "/home/alice");
+  ASSERT_TRUE(spec);
+  EXPECT_EQ(spec->gpus, 8u);
+  EXPECT_EQ(spec->placement, Placement::pack);
+  EXPECT_EQ(spec->ckpt_keep, 3u);
+  EXPECT_EQ(spec->grace, seconds(120));
+  EXPECT_EQ(spec->max_restarts, 3u);
+  EXPECT_FALSE(spec->preemptible);
+  EXPECT_FALSE(spec->ckpt_every);
+  EXPECT_FALSE(spec->elastic);
+  EXPECT_EQ(spec->watchdog, seconds(0));
+  EXPECT_EQ(spec->ckpt_dir, "");
+}
+
+TEST(Spec, EveryOptionParsed) {
+  const auto spec = make_spec({{"dl-gpus", "16"},
+                               {"dl-placement", "switch"},
+                               {"dl-ckpt-dir", "/home/alice//runs/x/"},
+                               {"dl-ckpt-every", "30m"},
+                               {"dl-ckpt-keep", "5"},
+                               {"dl-preemptible", ""},
+                               {"dl-grace", "90s"},
+                               {"dl-max-restarts", "0"},
+                               {"dl-elastic", "8:16"},
+                               {"dl-experiment", "resnet.v2"},
+                               {"dl-trial", "17"},
+                               {"dl-watchdog", "10m"}},
+                              no_env, {}, "/home/alice");
+  ASSERT_TRUE(spec);
+  EXPECT_EQ(spec->gpus, 16u);
+  EXPECT_EQ(spec->placement, Placement::leaf_switch);
+  EXPECT_EQ(spec->ckpt_dir, "/home/alice/runs/x");
+  EXPECT_EQ(spec->ckpt_every, seconds(1800));
+  EXPECT_EQ(spec->ckpt_keep, 5u);
+  EXPECT_TRUE(spec->preemptible);
+  EXPECT_EQ(spec->grace, seconds(90));
+  EXPECT_EQ(spec->max_restarts, 0u);
+  EXPECT_EQ(spec->elastic->min, 8u);
+  EXPECT_EQ(spec->elastic->max, 16u);
+  EXPECT_EQ(spec->experiment, "resnet.v2");
+  EXPECT_EQ(spec->trial, "17");
+  EXPECT_EQ(spec->watchdog, seconds(600));
+}
+
+TEST(Spec, EnvironmentGivesDefaultsAndOptionsWin) {
+  const auto spec =
+      make_spec({{"dl-gpus", "4"}},
+                env_of({{"DL_GPUS", "2"}, {"DL_PREEMPTIBLE", "yes"}, {"DL_PLACEMENT", "spread"}}),
+                {}, "/home/alice");
+  ASSERT_TRUE(spec);
+  EXPECT_EQ(spec->gpus, 4u);
+  EXPECT_TRUE(spec->preemptible);
+  EXPECT_EQ(spec->placement, Placement::spread);
+  EXPECT_EQ(error_of({}, env_of({{"DL_PREEMPTIBLE", "maybe"}})),
+            "DL_PREEMPTIBLE=maybe: expected 1/yes/true or 0/no/false");
+}
+
+TEST(Spec, ElasticSetsGpusToMaxAndBoundsThem) {
+  auto spec = make_spec({{"dl-elastic", "2:8"}}, no_env, {}, "/h");
+  EXPECT_EQ(spec->gpus, 8u);
+  EXPECT_EQ(error_of({{"dl-gpus", "16"}, {"dl-elastic", "2:8"}}),
+            "--dl-gpus=16: outside the range --dl-elastic=2:8");
+}
+
+struct BadCase {
+  RawOptions raw;
+  const char* message;
+};
+
+class SpecRejects : public testing::TestWithParam<BadCase> {};
+
+TEST_P(SpecRejects, WithOneMessage) { EXPECT_EQ(error_of(GetParam().raw), GetParam().message); }
+
+INSTANTIATE_TEST_SUITE_P(
+    EveryOption, SpecRejects,
+    testing::Values(
+        BadCase{{{"dl-gpus", "abc"}}, "--dl-gpus=abc: expected a whole number from 1 to 64"},
+        BadCase{{{"dl-gpus", "0"}}, "--dl-gpus=0: expected a whole number from 1 to 64"},
+        BadCase{{{"dl-gpus", "65"}}, "--dl-gpus=65: expected a whole number from 1 to 64"},
+        BadCase{{{"dl-gpus", ""}}, "--dl-gpus=: expected a whole number from 1 to 64"},
+        BadCase{{{"dl-placement", "random"}},
+                "--dl-placement=random: expected one of pack, spread, switch"},
+        BadCase{{{"dl-ckpt-dir", "relative/dir"}},
+                "--dl-ckpt-dir=relative/dir: expected an absolute path"},
+        BadCase{{{"dl-ckpt-dir", "/home/alice/../bob"}},
+                "--dl-ckpt-dir=/home/alice/../bob: '.' and '..' are not allowed in the path"},
+        BadCase{{{"dl-ckpt-dir", "/etc/cron.d"}},
+                "--dl-ckpt-dir=/etc/cron.d: not under an allowed checkpoint root "
+                "(/var/tmp/slurm-dl, /home/alice)"},
+        BadCase{{{"dl-ckpt-dir", "/home/alicex/y"}},
+                "--dl-ckpt-dir=/home/alicex/y: not under an allowed checkpoint root "
+                "(/var/tmp/slurm-dl, /home/alice)"},
+        BadCase{{{"dl-ckpt-dir", "/"}},
+                "--dl-ckpt-dir=/: the root directory cannot be a checkpoint directory"},
+        BadCase{{{"dl-ckpt-dir", "/home/alice/a\nb"}},
+                "--dl-ckpt-dir=/home/alice/a\nb: control characters are not allowed in the path"},
+        BadCase{{{"dl-ckpt-every", "soon"}},
+                "--dl-ckpt-every=soon: expected a duration such as 90s, 30m or 2h, from 1s to 30d"},
+        BadCase{{{"dl-ckpt-every", "0"}},
+                "--dl-ckpt-every=0: expected a duration such as 90s, 30m or 2h, from 1s to 30d"},
+        BadCase{{{"dl-ckpt-keep", "0"}},
+                "--dl-ckpt-keep=0: expected a whole number from 1 to 1000"},
+        BadCase{{{"dl-grace", "2d"}},
+                "--dl-grace=2d: expected a duration such as 90s, 30m or 2h, from 1s to 1d"},
+        BadCase{{{"dl-max-restarts", "-1"}},
+                "--dl-max-restarts=-1: expected a whole number from 0 to 1000"},
+        BadCase{{{"dl-elastic", "8"}},
+                "--dl-elastic=8: expected MIN:MAX, two whole numbers from 1 to 64 with MIN <= "
+                "MAX"},
+        BadCase{{{"dl-elastic", "8:2"}},
+                "--dl-elastic=8:2: expected MIN:MAX, two whole numbers from 1 to 64 with MIN <= "
+                "MAX"},
+        BadCase{{{"dl-elastic", "0:2"}},
+                "--dl-elastic=0:2: expected MIN:MAX, two whole numbers from 1 to 64 with MIN <= "
+                "MAX"},
+        BadCase{{{"dl-experiment", "my exp"}},
+                "--dl-experiment=my exp: expected 1 to 64 letters, digits, '.', '_' or '-'"},
+        BadCase{{{"dl-trial", ""}},
+                "--dl-trial=: expected 1 to 64 letters, digits, '.', '_' or '-'"},
+        BadCase{{{"dl-watchdog", "1y"}},
+                "--dl-watchdog=1y: expected a duration such as 90s, 30m or 2h, from 0s to 30d"},
+        BadCase{{{"dl-bogus", "1"}}, "--dl-bogus: not a slurm-dl option"}));
+
+TEST(Spec, SiteLimitsApply) {
+  SiteConfig site =
+      parse_site_config({"max_gpus=8", "default_grace=5m", "default_ckpt_root=/scratch/ckpt",
+                         "allowed_ckpt_roots=/scratch,~"});
+  EXPECT_EQ(error_of({{"dl-gpus", "9"}}, no_env, site),
+            "--dl-gpus=9: expected a whole number from 1 to 8");
+  const auto spec =
+      make_spec({{"dl-gpus", "8"}, {"dl-ckpt-dir", "/scratch/a"}}, no_env, site, "/home/alice");
+  EXPECT_EQ(spec->grace, seconds(300));
+  EXPECT_EQ(default_ckpt_dir(site, "alice", "my job/1"), "/scratch/ckpt/alice/my_job_1");
+  EXPECT_EQ(default_ckpt_dir(site, "alice", ".."), "/scratch/ckpt/alice/job");
+}
+
+TEST(Spec, SiteConfigErrorsNameTheKey) {
+  const auto error = [](std::vector<std::string> args) {
+    try {
+      parse_site_config(args);
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("(accepted)");
+  };
+  EXPECT_EQ(error({"max_gpu=8"}),
+            "plugstack argument 'max_gpu=8': unknown key 'max_gpu' (expected "
+            "default_ckpt_root, allowed_ckpt_roots, max_gpus or default_grace)");
+  EXPECT_EQ(error({"max_gpus=lots"}), "max_gpus=lots: expected a whole number from 1 to 1048576");
+  EXPECT_EQ(error({"default_grace=never"}),
+            "default_grace=never: expected a duration such as 90s, 30m or 2h, from 1s to 1d");
+  EXPECT_EQ(error({"default_ckpt_root=tmp"}), "default_ckpt_root=tmp: expected an absolute path");
+  EXPECT_EQ(error({"allowed_ckpt_roots=/a,b"}), "allowed_ckpt_roots=b: expected an absolute path");
+  EXPECT_EQ(error({"verbose"}), "plugstack argument 'verbose': expected key=value");
+}
+
+TEST(Spec, RoundTripsThroughTheEnvironment) {
+  const auto spec = make_spec({{"dl-gpus", "6"},
+                               {"dl-placement", "spread"},
+                               {"dl-ckpt-every", "1h30m"},
+                               {"dl-preemptible", ""},
+                               {"dl-elastic", "2:6"},
+                               {"dl-experiment", "e1"},
+                               {"dl-trial", "t-3"}},
+                              no_env, {}, "/home/alice");
+  Spec resolved = *spec;
+  resolved.ckpt_dir = "/var/tmp/slurm-dl/alice/job";
+  std::map<std::string, std::string> vars;
+  for (const auto& [k, v] : resolved.to_env()) vars[k] = v;
+  EXPECT_EQ(vars.at("DL_CKPT_EVERY"), "5400");
+  EXPECT_EQ(vars.at("DL_PREEMPTIBLE"), "1");
+  EXPECT_EQ(vars.at("DL_SPEC_VERSION"), "1");
+  const auto back = spec_from_env(env_of(vars));
+  ASSERT_TRUE(back);
+  EXPECT_EQ(back->to_env(), resolved.to_env());
+}
+
+TEST(Spec, FromEnvNeedsTheMarker) {
+  EXPECT_FALSE(spec_from_env(env_of({{"DL_GPUS", "4"}})));
+  EXPECT_THROW(spec_from_env(env_of({{"DL_SPEC_VERSION", "1"}, {"DL_GPUS", "x"}})), InputError);
+  EXPECT_THROW(spec_from_env(env_of({{"DL_SPEC_VERSION", "9"}})), InputError);
+}
+
+TEST(Spec, ConflictsWithTheNativeRequest) {
+  Spec spec;
+  spec.gpus = 8;
+  spec.grace = seconds(120);
+  EXPECT_NO_THROW(check_against_request(spec, {seconds(3600), 8}));
+  EXPECT_NO_THROW(check_against_request(spec, {std::nullopt, std::nullopt}));
+  try {
+    check_against_request(spec, {seconds(120), std::nullopt});
+    ADD_FAILURE();
+  } catch (const InputError& e) {
+    EXPECT_STREQ(e.what(), "--dl-grace=2m: must be shorter than the time limit (2m)");
+  }
+  try {
+    check_against_request(spec, {std::nullopt, 4});
+    ADD_FAILURE();
+  } catch (const InputError& e) {
+    EXPECT_STREQ(e.what(),
+                 "--dl-gpus=8: contradicts the 4 GPUs asked with --gpus/--gres=gpu; give only "
+                 "--dl-gpus");
+  }
+}
+
+TEST(Spec, AllowedRootsCompareWholeComponents) {
+  SiteConfig site;
+  EXPECT_TRUE(ckpt_dir_allowed(site, "/var/tmp/slurm-dl/a/b", "/home/u"));
+  EXPECT_TRUE(ckpt_dir_allowed(site, "/home/u", "/home/u"));
+  EXPECT_FALSE(ckpt_dir_allowed(site, "/var/tmp/slurm-dlx", "/home/u"));
+  EXPECT_FALSE(ckpt_dir_allowed(site, "/home", "/home/u"));
+}
+
+TEST(Spec, EveryOptionHasHelpAndAVariable) {
+  for (const auto& o : option_infos()) {
+    EXPECT_EQ(std::string(o.name).rfind("dl-", 0), 0u);
+    EXPECT_EQ(std::string(o.env).rfind("DL_", 0), 0u);
+    EXPECT_GT(std::string(o.help).size(), 10u);
+  }
+  EXPECT_EQ(option_infos().size(), 12u);
+}
+
+}  // namespace
+}  // namespace dl
