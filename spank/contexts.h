@@ -6,7 +6,16 @@
 
 namespace dl::spank {
 
-// slurmstepd (remote context), running as root for the job's user.
-int slurmstepd_user_init(spank_t sp);
+// sbatch/salloc (allocator) and srun (local): check the options, hand the spec to
+// the controller (submit.cc).
+int submit_post_opt(spank_t sp);
+
+// slurmstepd (remote), as root: rebuild the spec from the forwarded options and
+// resolve the checkpoint directory (slurmstepd.cc).
+int slurmstepd_post_opt(spank_t sp);
+
+// slurmstepd (remote), in each task as the job's user before exec: create the
+// checkpoint directory and give the task the DL_* variables (slurmstepd.cc).
+int slurmstepd_task_init(spank_t sp);
 
 }  // namespace dl::spank

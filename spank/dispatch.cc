@@ -3,6 +3,7 @@
 #include "config.h"
 #include "spank/contexts.h"
 #include "spank/guard.h"
+#include "spank/state.h"
 
 extern "C" {
 // SPANK_PLUGIN defines const globals, which C++ would give internal linkage.
@@ -12,9 +13,35 @@ extern const unsigned int plugin_version;
 extern const unsigned int spank_plugin_version;
 SPANK_PLUGIN(dl, 1);
 
-int slurm_spank_user_init(spank_t sp, int, char**) {
-  return dl::spank::guarded("slurm_spank_user_init", [&] {
-    return spank_context() == S_CTX_REMOTE ? dl::spank::slurmstepd_user_init(sp) : 0;
+int slurm_spank_init(spank_t sp, int argc, char** argv) {
+  return dl::spank::guarded("slurm_spank_init", [&] {
+    dl::spank::load_site_config(argc, argv);
+    switch (spank_context()) {
+      case S_CTX_LOCAL:
+      case S_CTX_ALLOCATOR:
+      case S_CTX_REMOTE: dl::spank::register_options(sp); return 0;
+      default: return 0;
+    }
+  });
+}
+
+int slurm_spank_init_post_opt(spank_t sp, int, char**) {
+  return dl::spank::guarded("slurm_spank_init_post_opt", [&] {
+    switch (spank_context()) {
+      case S_CTX_LOCAL:
+      case S_CTX_ALLOCATOR: return dl::spank::submit_post_opt(sp);
+      case S_CTX_REMOTE: return dl::spank::slurmstepd_post_opt(sp);
+      default: return 0;
+    }
+  });
+}
+
+// In the task rather than in user_init: a failure here fails the task with a
+// non-zero exit status, so the job ends FAILED and srun exits non-zero, where a
+// user_init failure leaves a batch job COMPLETED with nothing run.
+int slurm_spank_task_init(spank_t sp, int, char**) {
+  return dl::spank::guarded("slurm_spank_task_init", [&] {
+    return spank_context() == S_CTX_REMOTE ? dl::spank::slurmstepd_task_init(sp) : 0;
   });
 }
 }

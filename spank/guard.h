@@ -1,6 +1,6 @@
 // No exception crosses the C boundary: every slurm_spank_* entry point calls into
 // dl::spank::guarded(), which turns anything thrown into one slurm_error line
-// "dl: <hook>: <what>" and the hook's error value.
+// "dl: <hook>: <what>" and -1 (Slurm treats only negative values as failure).
 #pragma once
 
 #include <exception>
@@ -22,7 +22,7 @@ int guarded(const char* hook, Body&& body) noexcept {
   } catch (...) {
     slurm_error("dl: %s: unknown error", hook);
   }
-  return ESPANK_ERROR;
+  return -1;
 }
 
 }  // namespace dl::spank

@@ -1,15 +1,83 @@
-// slurmstepd context: runs as root inside the job step, once per node.
+// slurmstepd (remote context). init_post_opt runs once per step on every node as
+// root; task_init runs in every task, as the job's user, just before exec.
+#include <optional>
+#include <string>
+
 #include "config.h"
 #include "core/error.h"
+#include "core/log.h"
+#include "core/private_dir.h"
+#include "core/spec.h"
 #include "spank/contexts.h"
+#include "spank/state.h"
 
 namespace dl::spank {
+namespace {
 
-int slurmstepd_user_init(spank_t sp) {
-  // Tasks and dlrun use this to know the plugin is active on this node.
-  if (spank_setenv(sp, "DL_SPANK_VERSION", PACKAGE_VERSION, 1) != ESPANK_SUCCESS) {
-    throw SystemError("couldn't set DL_SPANK_VERSION in the task environment");
+struct StepState {
+  std::optional<Spec> spec;
+  std::vector<std::string> ckpt_roots;  // with "~" expanded
+};
+
+StepState& step() {
+  static StepState s;
+  return s;
+}
+
+std::optional<std::string> job_getenv(spank_t sp, const std::string& name) {
+  std::string buf(4096, '\0');
+  const spank_err_t rc = spank_getenv(sp, name.c_str(), buf.data(), static_cast<int>(buf.size()));
+  if (rc != ESPANK_SUCCESS) return std::nullopt;
+  buf.resize(buf.find('\0'));
+  return buf;
+}
+
+void set_task_env(spank_t sp, const std::string& name, const std::string& value) {
+  const spank_err_t rc = spank_setenv(sp, name.c_str(), value.c_str(), 1);
+  if (rc != ESPANK_SUCCESS) {
+    throw SystemError("couldn't set " + name + " for the tasks: " + spank_strerror(rc));
   }
+}
+
+}  // namespace
+
+int slurmstepd_post_opt(spank_t sp) {
+  uid_t uid = 0;
+  if (spank_get_item(sp, S_JOB_UID, &uid) != ESPANK_SUCCESS) {
+    throw SystemError("couldn't get the job's uid");
+  }
+  const std::string home = home_of(uid);
+  // The same checks as at submit time, on the options forwarded to this step; they
+  // only fail here if the job's environment was changed after submission.
+  step().spec = make_spec(
+      raw_options(), [sp](const std::string& name) { return job_getenv(sp, name); }, site_config(),
+      home);
+  if (!step().spec) return 0;
+  Spec& spec = *step().spec;
+  if (spec.ckpt_dir.empty()) {
+    spec.ckpt_dir = default_ckpt_dir(site_config(), user_name_of(uid),
+                                     job_getenv(sp, "SLURM_JOB_NAME").value_or("job"));
+  }
+  step().ckpt_roots.clear();
+  for (const auto& root : site_config().effective_ckpt_roots()) {
+    step().ckpt_roots.push_back(root == "~" ? home : root);
+  }
+  return 0;
+}
+
+int slurmstepd_task_init(spank_t sp) {
+  // Tasks and dlrun use this to know the plugin is active on this node.
+  set_task_env(sp, "DL_SPANK_VERSION", PACKAGE_VERSION);
+  if (!step().spec) return 0;
+  const Spec& spec = *step().spec;
+  try {
+    ensure_private_dir(spec.ckpt_dir, step().ckpt_roots);
+  } catch (const std::exception& e) {
+    throw InputError(std::string("couldn't prepare the checkpoint directory: ") + e.what());
+  }
+  for (const auto& [name, value] : spec.to_env()) set_task_env(sp, name, value);
+  log(LogLevel::debug, "checkpoint directory {} ready, {} DL_* variables set", spec.ckpt_dir,
+      spec.to_env().size());
   return 0;
 }
 

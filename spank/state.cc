@@ -1,0 +1,82 @@
+#include "spank/state.h"
+
+#include <fmt/format.h>
+#include <pwd.h>
+
+#include <vector>
+
+#include "core/error.h"
+
+namespace dl::spank {
+namespace {
+
+SiteConfig& mutable_site() {
+  static SiteConfig site;
+  return site;
+}
+
+RawOptions& mutable_raw() {
+  static RawOptions raw;
+  return raw;
+}
+
+int on_option(int index, const char* optarg, int /*remote*/) noexcept {
+  try {
+    const auto& infos = option_infos();
+    if (index < 0 || static_cast<std::size_t>(index) >= infos.size()) return -1;
+    mutable_raw()[infos[static_cast<std::size_t>(index)].name] = optarg ? optarg : "";
+    return 0;
+  } catch (...) {
+    return -1;
+  }
+}
+
+struct passwd_entry {
+  std::string name;
+  std::string home;
+};
+
+passwd_entry lookup(uid_t uid) {
+  std::vector<char> buf(16384);
+  struct passwd pw;
+  struct passwd* result = nullptr;
+  const int rc = getpwuid_r(uid, &pw, buf.data(), buf.size(), &result);
+  if (rc != 0 || result == nullptr) {
+    throw SystemError(fmt::format("couldn't look up uid {} in the user database", uid));
+  }
+  return {pw.pw_name, pw.pw_dir};
+}
+
+}  // namespace
+
+void load_site_config(int argc, char** argv) {
+  mutable_site() = parse_site_config(std::vector<std::string>(argv, argv + argc));
+}
+
+const SiteConfig& site_config() { return mutable_site(); }
+
+void register_options(spank_t sp) {
+  // Slurm keeps pointers into this table for the life of the process.
+  static std::vector<struct spank_option> table = [] {
+    std::vector<struct spank_option> t;
+    int index = 0;
+    for (const auto& o : option_infos()) {
+      t.push_back({const_cast<char*>(o.name), const_cast<char*>(o.arg), const_cast<char*>(o.help),
+                   o.arg != nullptr ? 1 : 0, index++, on_option});
+    }
+    return t;
+  }();
+  for (auto& option : table) {
+    const spank_err_t rc = spank_option_register(sp, &option);
+    if (rc != ESPANK_SUCCESS) {
+      throw SystemError(fmt::format("couldn't register --{}: {}", option.name, spank_strerror(rc)));
+    }
+  }
+}
+
+const RawOptions& raw_options() { return mutable_raw(); }
+
+std::string home_of(uid_t uid) { return lookup(uid).home; }
+std::string user_name_of(uid_t uid) { return lookup(uid).name; }
+
+}  // namespace dl::spank

@@ -1,0 +1,25 @@
+// What the plugin holds between hooks of one process (sbatch, srun or one
+// slurmstepd): the site configuration from plugstack.conf and the raw option values.
+#pragma once
+
+#include <string>
+
+#include "core/spec.h"
+#include "spank/spank_api.h"
+
+namespace dl::spank {
+
+// Parses the plugstack.conf arguments; an unknown key or bad value throws InputError.
+void load_site_config(int argc, char** argv);
+const SiteConfig& site_config();
+
+// Registers every --dl-* option with Slurm. The callbacks only store the values
+// (Slurm may call them twice); everything is checked later in make_spec.
+void register_options(spank_t sp);
+const RawOptions& raw_options();
+
+// The home directory of `uid`, for "~" in allowed_ckpt_roots.
+std::string home_of(uid_t uid);
+std::string user_name_of(uid_t uid);
+
+}  // namespace dl::spank

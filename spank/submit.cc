@@ -1,0 +1,46 @@
+// Submit side: sbatch and salloc (allocator context) and srun (local context). The
+// spec is checked here, before anything reaches the controller, and handed to it
+// in the job's SPANK environment for the job_submit plugin.
+#include <unistd.h>
+
+#include <cstdlib>
+
+#include "core/error.h"
+#include "core/spec.h"
+#include "spank/contexts.h"
+#include "spank/state.h"
+
+namespace dl::spank {
+
+int submit_post_opt(spank_t sp) {
+  std::optional<Spec> spec;
+  try {
+    spec = make_spec(
+        raw_options(),
+        [](const std::string& name) -> std::optional<std::string> {
+          const char* v = std::getenv(name.c_str());
+          if (v == nullptr) return std::nullopt;
+          return std::string(v);
+        },
+        site_config(), home_of(getuid()));
+  } catch (const InputError& e) {
+    // The user's mistake: one line, and nothing is submitted. Returning an error
+    // would add Slurm's own generic lines after ours; nothing has been allocated or
+    // sent yet at this point, so sbatch/salloc/srun can simply stop.
+    slurm_error("dl: %s", e.what());
+    std::exit(EXIT_FAILURE);
+  }
+  if (!spec) return 0;
+  for (const auto& [name, value] : spec->to_env()) {
+    const spank_err_t rc = spank_job_control_setenv(sp, name.c_str(), value.c_str(), 1);
+    // srun inside an existing allocation cannot change the job; its steps still get
+    // the options, which slurmstepd turns into the same spec.
+    if (rc == ESPANK_NOT_AVAIL || rc == ESPANK_BAD_ARG) return 0;
+    if (rc != ESPANK_SUCCESS) {
+      throw SystemError("couldn't pass " + name + " to the controller: " + spank_strerror(rc));
+    }
+  }
+  return 0;
+}
+
+}  // namespace dl::spank

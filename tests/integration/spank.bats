@@ -1,0 +1,196 @@
+#!/usr/bin/env bats
+# spank_dl.so: the --dl-* options from #SBATCH lines, sbatch, srun and salloc; checked
+# at submit time; delivered to the controller and to every task; the checkpoint
+# directory made for the job's user.
+
+load helpers
+
+setup() {
+  cd "$BATS_TEST_TMPDIR"
+  mcdir=$(dirname "$SLURM_CONF")
+  ckpt_root=$mcdir/ckpt
+}
+teardown() {
+  cancel_all
+  runuser -u dltest -- scancel --quiet -u dltest 2>/dev/null || true
+  tmux kill-session -t dlpty 2>/dev/null || true
+}
+
+# The spec the controller holds for a job, as the node prolog received it.
+controller_spec() { sed -n "s/^$1 SPANK_//p" "$mcdir/log/prolog-spec.log" | sort; }
+
+as_dltest() { runuser -u dltest -- env SLURM_CONF="$SLURM_CONF" "$@"; }
+
+@test "#SBATCH --dl-* lines reach every task and the controller" {
+  cat >job.sh <<'EOS'
+#!/bin/bash
+#SBATCH --nodes=2
+#SBATCH --ntasks-per-node=2
+#SBATCH --dl-gpus=4
+#SBATCH --dl-placement=spread
+#SBATCH --dl-experiment=resnet
+#SBATCH --dl-trial=7
+#SBATCH --dl-ckpt-every=30m
+#SBATCH --dl-preemptible
+#SBATCH --output=out.txt
+srun --ntasks-per-node=2 sh -c 'env | grep ^DL_ | sort | tr "\n" " "; echo'
+EOS
+  job=$(submit job.sh)
+  wait_state "$job" COMPLETED 60
+  [ "$(wc -l <out.txt)" -eq 4 ]
+  [ "$(sort -u out.txt | wc -l)" -eq 1 ]
+  line=$(head -n 1 out.txt)
+  for kv in DL_GPUS=4 DL_PLACEMENT=spread DL_EXPERIMENT=resnet DL_TRIAL=7 DL_CKPT_EVERY=1800 \
+    DL_PREEMPTIBLE=1 DL_CKPT_KEEP=3 DL_GRACE=120 DL_MAX_RESTARTS=3 DL_WATCHDOG=0 \
+    DL_SPEC_VERSION=1 "DL_CKPT_DIR=$ckpt_root/root/job.sh"; do
+    [[ " $line " == *" $kv "* ]] || { echo "missing $kv in: $line"; false; }
+  done
+  spec=$(controller_spec "$job")
+  echo "$spec" | grep -qx 'DL_GPUS=4'
+  echo "$spec" | grep -qx 'DL_PLACEMENT=spread'
+  echo "$spec" | grep -qx 'DL_PREEMPTIBLE=1'
+  echo "$spec" | grep -qx 'DL_CKPT_EVERY=1800'
+}
+
+@test "sbatch --dl-* on the command line overrides DL_* defaults from the environment" {
+  job=$(DL_GPUS=2 DL_EXPERIMENT=fromenv submit --dl-gpus=3 -o out.txt --wrap 'echo $DL_GPUS $DL_EXPERIMENT')
+  wait_state "$job" COMPLETED 60
+  [ "$(cat out.txt)" = "3 fromenv" ]
+  controller_spec "$job" | grep -qx 'DL_GPUS=3'
+}
+
+@test "srun --dl-* gives every task on every node the same spec" {
+  run run_srun -N4 --ntasks-per-node=2 --dl-gpus=8 --dl-elastic=4:8 --dl-grace=90s \
+    sh -c 'echo "$SLURMD_NODENAME $DL_GPUS $DL_ELASTIC $DL_GRACE $DL_CKPT_DIR"'
+  [ "$status" -eq 0 ]
+  [ "$(echo "$output" | wc -l)" -eq 8 ]
+  [ "$(echo "$output" | cut -d' ' -f2- | sort -u)" = "8 4:8 90 $ckpt_root/root/sh" ]
+  [ "$(echo "$output" | cut -d' ' -f1 | sort -u | tr '\n' ' ')" = "n1 n2 n3 n4 " ]
+}
+
+@test "salloc --dl-* then srun inside the allocation" {
+  run timeout 60 salloc -N2 --dl-gpus=2 --dl-trial=t1 \
+    srun sh -c 'echo "$DL_GPUS $DL_TRIAL"'
+  [ "$status" -eq 0 ]
+  [ "$(echo "$output" | grep -v '^salloc:' | sort -u)" = "2 t1" ]
+}
+
+@test "interactive srun --pty --dl-gpus=2 bash" {
+  tmux new-session -d -s dlpty -x 150 -y 20 \
+    "env SLURM_CONF=$SLURM_CONF srun --pty --dl-gpus=2 bash --norc --noprofile; sleep 60"
+  for _ in $(seq 40); do
+    tmux capture-pane -p -t dlpty | grep -q 'bash-' && break
+    sleep 0.25
+  done
+  tmux send-keys -t dlpty 'echo "tty=$(tty | cut -c1-8) gpus=$DL_GPUS spank=$DL_SPANK_VERSION"' Enter
+  for _ in $(seq 40); do
+    tmux capture-pane -p -t dlpty | grep -q '^tty=' && break
+    sleep 0.25
+  done
+  tmux capture-pane -p -t dlpty | grep -q '^tty=/dev/pts gpus=2 spank=[0-9]'
+  tmux send-keys -t dlpty 'exit' Enter
+}
+
+@test "a job without --dl-* options gets no DL spec" {
+  run run_srun -N1 sh -c 'echo "${DL_SPEC_VERSION:-none} ${DL_GPUS:-none} ${DL_CKPT_DIR:-none}"'
+  [ "$status" -eq 0 ]
+  [ "$output" = "none none none" ]
+}
+
+# Every invalid value of every option: sbatch, srun and salloc fail with exactly one
+# line naming the option, the value and what is allowed, and nothing is queued.
+@test "every invalid value is rejected at submit time with one line and nothing queued" {
+  while IFS='|' read -r args message; do
+    [ -n "$args" ] || continue
+    for cmd in sbatch srun salloc; do
+      # shellcheck disable=SC2086
+      run timeout 30 $cmd $args --wrap true
+      [ "$cmd" = sbatch ] || run timeout 30 $cmd $args true
+      [ "$status" -ne 0 ] || { echo "$cmd $args was accepted"; false; }
+      [ "$output" = "$cmd: error: dl: $message" ] ||
+        { echo "$cmd $args printed: $output"; false; }
+      queue_empty
+    done
+  done <<EOF
+--dl-gpus=abc|--dl-gpus=abc: expected a whole number from 1 to 64
+--dl-gpus=0|--dl-gpus=0: expected a whole number from 1 to 64
+--dl-gpus=65|--dl-gpus=65: expected a whole number from 1 to 64
+--dl-placement=random|--dl-placement=random: expected one of pack, spread, switch
+--dl-ckpt-dir=relative|--dl-ckpt-dir=relative: expected an absolute path
+--dl-ckpt-dir=/tmp/../etc|--dl-ckpt-dir=/tmp/../etc: '.' and '..' are not allowed in the path
+--dl-ckpt-dir=/etc/dl|--dl-ckpt-dir=/etc/dl: not under an allowed checkpoint root ($ckpt_root, /root)
+--dl-ckpt-every=soon|--dl-ckpt-every=soon: expected a duration such as 90s, 30m or 2h, from 1s to 30d
+--dl-ckpt-every=0s|--dl-ckpt-every=0s: expected a duration such as 90s, 30m or 2h, from 1s to 30d
+--dl-ckpt-keep=0|--dl-ckpt-keep=0: expected a whole number from 1 to 1000
+--dl-grace=-5|--dl-grace=-5: expected a duration such as 90s, 30m or 2h, from 1s to 1d
+--dl-max-restarts=many|--dl-max-restarts=many: expected a whole number from 0 to 1000
+--dl-elastic=8:2|--dl-elastic=8:2: expected MIN:MAX, two whole numbers from 1 to 64 with MIN <= MAX
+--dl-elastic=4|--dl-elastic=4: expected MIN:MAX, two whole numbers from 1 to 64 with MIN <= MAX
+--dl-gpus=16 --dl-elastic=2:8|--dl-gpus=16: outside the range --dl-elastic=2:8
+--dl-experiment=a/b|--dl-experiment=a/b: expected 1 to 64 letters, digits, '.', '_' or '-'
+--dl-trial=x:y|--dl-trial=x:y: expected 1 to 64 letters, digits, '.', '_' or '-'
+--dl-watchdog=forever|--dl-watchdog=forever: expected a duration such as 90s, 30m or 2h, from 0s to 30d
+EOF
+}
+
+@test "an invalid DL_* default in the environment is rejected the same way" {
+  run env DL_PREEMPTIBLE=maybe sbatch --wrap true
+  [ "$status" -ne 0 ]
+  [ "$output" = "sbatch: error: dl: DL_PREEMPTIBLE=maybe: expected 1/yes/true or 0/no/false" ]
+  queue_empty
+}
+
+@test "the checkpoint directory belongs to the job's user, mode 0700" {
+  cd /home/dltest
+  run as_dltest srun -N2 --dl-gpus=2 -J trainer sh -c 'echo "$DL_CKPT_DIR"'
+  [ "$status" -eq 0 ]
+  [ "$(echo "$output" | sort -u)" = "$ckpt_root/dltest/trainer" ]
+  [ "$(stat -c '%U %a' "$ckpt_root/dltest/trainer")" = "dltest 700" ]
+  [ "$(stat -c '%U %a' "$ckpt_root/dltest")" = "dltest 700" ]
+}
+
+@test "a symlink planted in the checkpoint path is refused and nothing runs" {
+  cd /home/dltest
+  as_dltest mkdir -p "$ckpt_root/dltest"
+  rm -rf "$ckpt_root/dltest/evil"
+  as_dltest ln -s /root "$ckpt_root/dltest/evil"
+  job=$(as_dltest sbatch --parsable --dl-gpus=1 --dl-ckpt-dir="$ckpt_root/dltest/evil/x" \
+    -o /home/dltest/evil.out --wrap 'echo the job ran')
+  wait_state "$job" FAILED 60
+  grep -qF "dl: slurm_spank_task_init: couldn't prepare the checkpoint directory: $ckpt_root/dltest/evil is a symbolic link; refusing to follow it" /home/dltest/evil.out
+  ! grep -q 'the job ran' /home/dltest/evil.out
+  [ ! -e /root/x ]
+  run as_dltest srun -N1 --dl-gpus=1 --dl-ckpt-dir="$ckpt_root/dltest/evil/x" true
+  [ "$status" -ne 0 ]
+  rm -f "$ckpt_root/dltest/evil" /home/dltest/evil.out
+}
+
+@test "sbatch, srun and salloc --help list every option with its help" {
+  for cmd in sbatch srun salloc; do
+    run $cmd --help
+    for opt in dl-gpus=N 'dl-placement=pack|spread|switch' dl-ckpt-dir=PATH \
+      dl-ckpt-every=DURATION dl-ckpt-keep=N dl-preemptible dl-grace=DURATION \
+      dl-max-restarts=N dl-elastic=MIN:MAX dl-experiment=NAME dl-trial=ID dl-watchdog=DURATION; do
+      echo "$output" | grep -qF -- "--$opt" || { echo "$cmd --help lacks --$opt"; false; }
+    done
+  done
+}
+
+@test "a bad plugstack argument is a load error naming it" {
+  sed "s|^PlugStackConfig=.*|PlugStackConfig=$PWD/plugstack.conf|" "$SLURM_CONF" >slurm.conf
+  plugin=$(awk '{print $2}' "$mcdir/plugstack.conf")
+  echo "required $plugin max_gpu=8" >plugstack.conf
+  SLURM_CONF=$PWD/slurm.conf run sbatch --wrap true
+  [ "$status" -ne 0 ]
+  echo "$output" | head -n 1 | grep -qxF "sbatch: error: dl: slurm_spank_init: plugstack argument 'max_gpu=8': unknown key 'max_gpu' (expected default_ckpt_root, allowed_ckpt_roots, max_gpus or default_grace)"
+  echo "required $plugin max_gpus=none" >plugstack.conf
+  SLURM_CONF=$PWD/slurm.conf run sbatch --wrap true
+  [ "$status" -ne 0 ]
+  echo "$output" | head -n 1 | grep -qxF "sbatch: error: dl: slurm_spank_init: max_gpus=none: expected a whole number from 1 to 1048576"
+  queue_empty
+  # Site limits apply to users.
+  echo "required $plugin max_gpus=8 default_ckpt_root=$ckpt_root" >plugstack.conf
+  SLURM_CONF=$PWD/slurm.conf run sbatch --dl-gpus=9 --wrap true
+  [ "$output" = "sbatch: error: dl: --dl-gpus=9: expected a whole number from 1 to 8" ]
+  queue_empty
+}

@@ -1,0 +1,108 @@
+#include "core/private_dir.h"
+
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include "core/error.h"
+
+namespace dl {
+namespace {
+
+namespace fs = std::filesystem;
+
+class PrivateDir : public testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/dl-private-dir-XXXXXX";
+    ASSERT_NE(::mkdtemp(tmpl), nullptr);
+    base_ = tmpl;
+    root_ = base_ + "/root";
+    fs::create_directory(root_);
+  }
+  void TearDown() override { fs::remove_all(base_); }
+
+  std::string error_of(const std::string& dir) {
+    try {
+      ensure_private_dir(dir, {root_});
+    } catch (const std::exception& e) {
+      return e.what();
+    }
+    return "(accepted)";
+  }
+
+  std::string base_;
+  std::string root_;
+};
+
+TEST_F(PrivateDir, CreatesMissingComponentsPrivately) {
+  const std::string dir = root_ + "/alice/job";
+  ensure_private_dir(dir, {"/nowhere", root_});
+  struct stat st;
+  ASSERT_EQ(::stat(dir.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISDIR(st.st_mode));
+  EXPECT_EQ(st.st_mode & 07777, 0700u);
+  ASSERT_EQ(::stat((root_ + "/alice").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0700u);
+  EXPECT_EQ(st.st_uid, ::geteuid());
+  // Idempotent: a requeued job finds the same directory.
+  EXPECT_NO_THROW(ensure_private_dir(dir, {root_}));
+}
+
+TEST_F(PrivateDir, KeepsTheModeOfAnExistingDirectory) {
+  fs::create_directory(root_ + "/shared");
+  ::chmod((root_ + "/shared").c_str(), 0750);
+  ensure_private_dir(root_ + "/shared", {root_});
+  struct stat st;
+  ASSERT_EQ(::stat((root_ + "/shared").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0750u);
+}
+
+TEST_F(PrivateDir, RefusesASymlinkBelowTheRoot) {
+  fs::create_directory(base_ + "/elsewhere");
+  fs::create_directory_symlink(base_ + "/elsewhere", root_ + "/alice");
+  EXPECT_EQ(error_of(root_ + "/alice/job"),
+            root_ + "/alice is a symbolic link; refusing to follow it");
+  EXPECT_FALSE(fs::exists(base_ + "/elsewhere/job"));
+  EXPECT_EQ(error_of(root_ + "/alice"), root_ + "/alice is a symbolic link; refusing to follow it");
+}
+
+TEST_F(PrivateDir, FollowsTheRootItself) {
+  fs::create_directory_symlink(root_, base_ + "/link-to-root");
+  EXPECT_NO_THROW(ensure_private_dir(base_ + "/link-to-root/a", {base_ + "/link-to-root"}));
+  EXPECT_TRUE(fs::is_directory(root_ + "/a"));
+}
+
+TEST_F(PrivateDir, RefusesAFileInThePath) {
+  std::ofstream(root_ + "/file") << "x";
+  EXPECT_EQ(error_of(root_ + "/file/job"), root_ + "/file is not a directory");
+}
+
+TEST_F(PrivateDir, RefusesPathsOutsideTheRoots) {
+  EXPECT_EQ(error_of(base_ + "/other"),
+            base_ + "/other: not under an allowed checkpoint root (" + root_ + ")");
+  EXPECT_EQ(error_of(root_ + "x/a"),
+            root_ + "x/a: not under an allowed checkpoint root (" + root_ + ")");
+  EXPECT_FALSE(fs::exists(root_ + "x"));
+}
+
+TEST_F(PrivateDir, NeedsAnExistingRoot) {
+  fs::remove(root_);
+  EXPECT_EQ(error_of(root_ + "/a"),
+            "checkpoint root " + root_ + " does not exist (an administrator must create it)");
+}
+
+TEST_F(PrivateDir, RefusesSomeoneElsesDirectory) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to chown";
+  fs::create_directory(root_ + "/bob");
+  ASSERT_EQ(::chown((root_ + "/bob").c_str(), 65534, 65534), 0);
+  EXPECT_EQ(error_of(root_ + "/bob"),
+            root_ + "/bob belongs to uid 65534, not to the job's user (uid 0)");
+}
+
+}  // namespace
+}  // namespace dl
