@@ -1,0 +1,177 @@
+#include "core/gang.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <numeric>
+
+namespace dl {
+namespace {
+
+std::uint32_t ceil_div(std::uint64_t a, std::uint64_t b) {
+  return static_cast<std::uint32_t>((a + b - 1) / b);
+}
+
+// Whole nodes of G GPUs for a gang of `gpus`; a gang that fits one node is shared.
+Shape packed(std::uint64_t gpus, std::uint32_t per_node, bool one_switch) {
+  Shape s;
+  if (gpus <= per_node) {
+    s.gpus_per_node = static_cast<std::uint32_t>(gpus);
+    return s;
+  }
+  s.nodes_min = s.nodes_max = ceil_div(gpus, per_node);
+  s.gpus_per_node = per_node;
+  s.exclusive = true;
+  s.one_switch = one_switch;
+  return s;
+}
+
+// Nodes of the partition (or of one leaf) with at least `gpus` GPUs.
+std::uint32_t nodes_with(const Capacity& c, const std::vector<std::uint32_t>* leaf,
+                         std::uint32_t gpus) {
+  std::uint32_t n = 0;
+  if (leaf) {
+    for (const auto i : *leaf) n += i < c.node_gpus.size() && c.node_gpus[i] >= gpus;
+  } else {
+    for (const auto g : c.node_gpus) n += g >= gpus;
+  }
+  return n;
+}
+
+// Most nodes with at least `gpus` GPUs that one placement may use: the whole
+// partition, or the best leaf switch when the shape needs one.
+std::uint32_t usable_nodes(const Capacity& c, std::uint32_t gpus, bool one_switch) {
+  if (!one_switch) return nodes_with(c, nullptr, gpus);
+  std::uint32_t best = 0;
+  for (const auto& leaf : c.leaf_switches) best = std::max(best, nodes_with(c, &leaf, gpus));
+  return best;
+}
+
+std::string option_of(const Gang& gang) {
+  if (gang.elastic) return fmt::format("--dl-elastic={}:{}", gang.elastic->min, gang.elastic->max);
+  return fmt::format("--dl-gpus={}", gang.gpus);
+}
+
+std::string kind_of(const Gang& gang) {
+  if (gang.elastic) return "elastic";
+  return std::string(to_string(gang.placement));
+}
+
+// The largest gang of the same kind that can run in the partition, as "16 GPUs (2x8)".
+std::optional<std::string> largest_that_runs(const Gang& gang, const Capacity& c) {
+  const std::uint64_t top = std::min<std::uint64_t>(c.total_gpus(), gang.gpus);
+  for (std::uint64_t g = top; g >= 1; --g) {
+    Gang smaller = gang;
+    smaller.gpus = static_cast<std::uint32_t>(g);
+    if (gang.elastic)
+      smaller.elastic = Elastic{std::min(gang.elastic->min, smaller.gpus), smaller.gpus};
+    const Shape s = shape_gang(smaller, c);
+    if (can_ever_run(s, c)) return fmt::format("{} GPUs ({})", g, s.layout());
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::uint32_t Capacity::gpus_per_node() const {
+  return node_gpus.empty() ? 0 : *std::max_element(node_gpus.begin(), node_gpus.end());
+}
+
+std::uint64_t Capacity::total_gpus() const {
+  return std::accumulate(node_gpus.begin(), node_gpus.end(), std::uint64_t{0});
+}
+
+std::string Capacity::describe() const {
+  const auto n = node_gpus.size();
+  if (n > 0 && std::all_of(node_gpus.begin(), node_gpus.end(),
+                           [&](std::uint32_t g) { return g == node_gpus.front(); })) {
+    return fmt::format("{} node{} x {} GPUs", n, n == 1 ? "" : "s", node_gpus.front());
+  }
+  return fmt::format("{} node{}, {} GPUs", n, n == 1 ? "" : "s", total_gpus());
+}
+
+std::string Shape::layout() const {
+  if (nodes_min == nodes_max) return fmt::format("{}x{}", nodes_min, gpus_per_node);
+  return fmt::format("{}-{}x{}", nodes_min, nodes_max, gpus_per_node);
+}
+
+bool Shape::operator==(const Shape& o) const {
+  return nodes_min == o.nodes_min && nodes_max == o.nodes_max && gpus_per_node == o.gpus_per_node &&
+         exclusive == o.exclusive && one_switch == o.one_switch;
+}
+
+std::optional<Gang> Gang::of(const Spec& spec) {
+  if (!spec.gpus) return std::nullopt;
+  return Gang{*spec.gpus, spec.placement, spec.elastic};
+}
+
+Shape shape_gang(const Gang& gang, const Capacity& c) {
+  const std::uint32_t per_node = c.gpus_per_node();
+  if (per_node == 0)
+    throw ShapeError(fmt::format("{}: the partition has no GPUs", option_of(gang)));
+  const bool one_switch = gang.placement == Placement::leaf_switch;
+  if (gang.elastic) {
+    if (gang.placement == Placement::spread) {
+      throw InputError(fmt::format(
+          "--dl-elastic={}:{} with --dl-placement=spread: an elastic gang grows by whole "
+          "nodes; use pack or switch",
+          gang.elastic->min, gang.elastic->max));
+    }
+    if (gang.elastic->max <= per_node) return packed(gang.elastic->max, per_node, one_switch);
+    Shape s;
+    s.nodes_min = ceil_div(gang.elastic->min, per_node);
+    s.nodes_max = ceil_div(gang.elastic->max, per_node);
+    s.gpus_per_node = per_node;
+    s.exclusive = true;
+    s.one_switch = one_switch;
+    return s;
+  }
+  if (gang.placement == Placement::spread) {
+    const auto nodes = std::max<std::uint32_t>(nodes_with(c, nullptr, 1), 1);
+    Shape s;
+    s.gpus_per_node = ceil_div(gang.gpus, nodes);
+    s.nodes_min = s.nodes_max = ceil_div(gang.gpus, s.gpus_per_node);
+    return s;
+  }
+  return packed(gang.gpus, per_node, one_switch);
+}
+
+bool can_ever_run(const Shape& shape, const Capacity& c) {
+  if (shape.gpus_per_node == 0) return true;
+  return usable_nodes(c, shape.gpus_per_node, shape.one_switch) >= shape.nodes_min;
+}
+
+Shape fit_gang(const Gang& gang, const Capacity& c, std::string_view partition) {
+  Shape s = shape_gang(gang, c);
+  if (can_ever_run(s, c)) {
+    s.nodes_max = std::min(s.nodes_max, usable_nodes(c, s.gpus_per_node, s.one_switch));
+    return s;
+  }
+  std::string where = fmt::format("partition {} ({})", partition, c.describe());
+  if (s.one_switch) {
+    where += c.leaf_switches.empty() ? ", which has no leaf switches (TopologyPlugin=topology/tree)"
+                                     : fmt::format(", at most {} such nodes under one leaf switch",
+                                                   usable_nodes(c, s.gpus_per_node, true));
+  }
+  const auto largest = largest_that_runs(gang, c);
+  const std::string kind = kind_of(gang);
+  throw ShapeError(fmt::format("{}: {} {} gang of {}{} can never run in {}; {}", option_of(gang),
+                               kind.front() == 'e' ? "an" : "a", kind, s.layout(),
+                               s.exclusive ? " whole nodes" : " GPUs", where,
+                               largest
+                                   ? fmt::format("the largest {} gang there is {}", kind, *largest)
+                                   : std::string("no gang of that kind can run there")));
+}
+
+std::string describe(const Gang& gang, const Shape& shape, bool preemptible) {
+  std::string gpus = gang.elastic ? fmt::format("{}-{}", gang.elastic->min, gang.elastic->max)
+                                  : std::to_string(gang.gpus);
+  std::string out = fmt::format("dl: {} GPUs as {}", gpus, shape.layout());
+  if (gang.placement == Placement::spread) out += " spread";
+  if (shape.one_switch) out += " on one switch";
+  if (gang.elastic) out += ", elastic";
+  if (preemptible) out += ", preemptible";
+  return out;
+}
+
+}  // namespace dl

@@ -1,0 +1,89 @@
+// Gang shaping: how a DL gang of N GPUs becomes a native Slurm request (nodes x GPUs
+// per node, exclusive, one leaf switch). One set of rules, used by the job_submit
+// plugin at submit time and by dl-sim's `dl` policy.
+//
+//   pack    a gang that fits on one node stays on one node (1 x N, shared node);
+//           a larger one takes ceil(N/G) whole nodes x G GPUs, exclusive. Never ragged:
+//           every node of a multi-node gang holds the same number of GPUs.
+//   spread  as many nodes as the partition has, the same number of GPUs on each:
+//           g = ceil(N / nodes) GPUs per node on ceil(N / g) nodes.
+//   switch  as pack, and a multi-node gang asks for one leaf switch (--switches=1).
+//   elastic MIN:MAX GPUs become a node range of whole nodes, ceil(MIN/G)-ceil(MAX/G)
+//           x G, exclusive (capped at the nodes the partition has); a range whose
+//           MAX fits one node is shaped as a pack gang of MAX GPUs.
+// G is the GPU count of the partition's largest node.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/error.h"
+#include "core/spec.h"
+
+namespace dl {
+
+// What one partition offers a gang: the GPUs of each of its nodes and, with
+// topology/tree, the nodes under each leaf switch (indexes into node_gpus).
+struct Capacity {
+  std::vector<std::uint32_t> node_gpus;
+  std::vector<std::vector<std::uint32_t>> leaf_switches;
+
+  std::uint32_t gpus_per_node() const;  // G: the largest node
+  std::uint64_t total_gpus() const;
+  // "4 nodes x 8 GPUs", or "5 nodes, 28 GPUs" when the nodes differ.
+  std::string describe() const;
+};
+
+// The native form of a gang: nodes_min..nodes_max nodes with gpus_per_node GPUs each.
+struct Shape {
+  std::uint32_t nodes_min = 1;
+  std::uint32_t nodes_max = 1;
+  std::uint32_t gpus_per_node = 0;
+  bool exclusive = false;   // whole nodes
+  bool one_switch = false;  // all nodes under one leaf switch
+
+  std::uint64_t gpus_min() const { return std::uint64_t{nodes_min} * gpus_per_node; }
+  std::uint64_t gpus_max() const { return std::uint64_t{nodes_max} * gpus_per_node; }
+  // "2x8", "1-2x8", "4x1"
+  std::string layout() const;
+  bool operator==(const Shape& o) const;
+};
+
+// The part of a spec that decides the shape.
+struct Gang {
+  std::uint32_t gpus = 0;
+  Placement placement = Placement::pack;
+  std::optional<Elastic> elastic;
+
+  // nullopt for a spec that asks for no GPUs.
+  static std::optional<Gang> of(const Spec& spec);
+};
+
+// A gang that can never run in the partition. The message names the option, the
+// shape, the partition and the largest gang of the same kind that could run there.
+class ShapeError : public InputError {
+ public:
+  explicit ShapeError(const std::string& message) : InputError(message) {}
+};
+
+// The shape by the rules above, for a partition with `capacity`. Throws InputError
+// for a combination the rules do not define (elastic with spread) and ShapeError for
+// a partition without GPUs.
+Shape shape_gang(const Gang& gang, const Capacity& capacity);
+
+// Whether the shape could run in the partition when it is empty (at its node minimum).
+bool can_ever_run(const Shape& shape, const Capacity& capacity);
+
+// The shape of the gang, checked against the partition and with the node maximum of
+// an elastic range capped at what the partition has. Throws ShapeError when it can
+// never run there.
+Shape fit_gang(const Gang& gang, const Capacity& capacity, std::string_view partition);
+
+// The summary the job comment starts with, e.g. "dl: 16 GPUs as 2x8, preemptible",
+// "dl: 4 GPUs as 4x1 spread", "dl: 8-32 GPUs as 1-4x8, elastic".
+std::string describe(const Gang& gang, const Shape& shape, bool preemptible);
+
+}  // namespace dl

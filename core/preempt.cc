@@ -1,0 +1,86 @@
+#include "core/preempt.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/error.h"
+#include "core/parse.h"
+
+namespace dl {
+
+using std::chrono::seconds;
+
+double seconds_since_checkpoint(double run_s, std::optional<double> ckpt_every_s) {
+  run_s = std::max(run_s, 0.0);
+  if (!ckpt_every_s || *ckpt_every_s <= 0) return run_s;
+  return std::fmod(run_s, *ckpt_every_s);
+}
+
+std::vector<VictimCandidate> victim_order(std::vector<VictimCandidate> candidates) {
+  candidates.erase(std::remove_if(candidates.begin(), candidates.end(),
+                                  [](const VictimCandidate& c) { return !c.preemptible; }),
+                   candidates.end());
+  std::sort(candidates.begin(), candidates.end(),
+            [](const VictimCandidate& a, const VictimCandidate& b) {
+              if (a.lost_gpu_s() != b.lost_gpu_s()) return a.lost_gpu_s() < b.lost_gpu_s();
+              if (a.gpus != b.gpus) return a.gpus < b.gpus;
+              return a.id > b.id;
+            });
+  return candidates;
+}
+
+std::uint16_t victim_rank(double lost_gpu_s) {
+  const double r = std::round(2048.0 * std::log2(1.0 + std::max(lost_gpu_s, 0.0)));
+  return static_cast<std::uint16_t>(std::min(r, 65535.0));
+}
+
+std::vector<VictimCandidate> choose_victims(std::vector<VictimCandidate> candidates,
+                                            VictimTrial& trial) {
+  std::vector<VictimCandidate> chosen;
+  for (const auto& c : victim_order(std::move(candidates))) {
+    trial.release(c);
+    chosen.push_back(c);
+    if (trial.preemptor_fits()) break;
+  }
+  if (chosen.empty() || !trial.preemptor_fits()) {
+    for (const auto& c : chosen) trial.take_back(c);
+    return {};
+  }
+  // The last victim was needed (the preemptor did not fit before it); any earlier one
+  // may have freed GPUs where the preemptor does not go.
+  for (std::size_t i = chosen.size() - 1; i-- > 0;) {
+    trial.take_back(chosen[i]);
+    if (trial.preemptor_fits()) {
+      chosen.erase(chosen.begin() + static_cast<std::ptrdiff_t>(i));
+    } else {
+      trial.release(chosen[i]);
+    }
+  }
+  return chosen;
+}
+
+bool outranks(double preemptor_points, double victim_points, const PriorityParams& p) {
+  return preemptor_points >= victim_points + p.margin();
+}
+
+seconds warn_time(seconds grace) {
+  const seconds warn = grace + seconds(30);
+  if (warn > seconds(65535)) {
+    throw InputError(fmt::format(
+        "--dl-grace={}: a preemptible job's grace must be at most 65505s (Slurm's --signal "
+        "time is at most 65535s and slurm-dl adds 30s)",
+        format_duration(grace)));
+  }
+  return warn;
+}
+
+std::optional<seconds> backfill_time_min(seconds grace, std::optional<seconds> limit) {
+  const auto raw = 4 * warn_time(grace);
+  const seconds minutes((raw.count() + 59) / 60 * 60);
+  if (limit && minutes >= *limit) return std::nullopt;
+  return minutes;
+}
+
+}  // namespace dl

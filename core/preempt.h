@@ -1,0 +1,72 @@
+// Preemption victims and the rules for preemptible jobs' deadlines. Used by the
+// preempt/dl plugin (victim order), job_submit/dl (signal and time_min) and dl-sim.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "core/priority.h"
+
+namespace dl {
+
+// Seconds of work a running job loses if it is stopped now: the time since its last
+// checkpoint. With periodic checkpoints every `ckpt_every_s` seconds since its
+// (re)start that is run_s mod ckpt_every_s; without, the whole run.
+double seconds_since_checkpoint(double run_s, std::optional<double> ckpt_every_s);
+
+struct VictimCandidate {
+  std::uint64_t id = 0;
+  std::uint32_t gpus = 0;
+  double since_ckpt_s = 0;
+  bool preemptible = false;
+
+  double lost_gpu_s() const { return gpus * since_ckpt_s; }
+};
+
+// The candidates a preemptor may take, in the order it should take them: preemptible
+// ones only, least lost GPU-seconds first, then fewer GPUs, then the higher id (the
+// newer job).
+std::vector<VictimCandidate> victim_order(std::vector<VictimCandidate> candidates);
+
+// A 16-bit rank that sorts like lost GPU-seconds (logarithmic, 1/2048 of a doubling
+// per step), for Slurm's preempt interface, which orders candidates by a 32-bit value
+// whose upper half is the partition's PriorityTier.
+std::uint16_t victim_rank(double lost_gpu_s);
+
+// A what-if view of the cluster in which candidates can be stopped and brought back.
+class VictimTrial {
+ public:
+  virtual ~VictimTrial() = default;
+  virtual void release(const VictimCandidate& victim) = 0;
+  virtual void take_back(const VictimCandidate& victim) = 0;
+  virtual bool preemptor_fits() const = 0;
+};
+
+// The victims that make room for the preemptor while losing the least work:
+// candidates are released in victim_order() until the preemptor fits; then every
+// victim that is not needed after all is taken back (the most expensive first). The
+// trial is left with the chosen victims released. Empty (trial unchanged) when even
+// all candidates do not make room.
+std::vector<VictimCandidate> choose_victims(std::vector<VictimCandidate> candidates,
+                                            VictimTrial& trial);
+
+// Whether a pending job with `preemptor_points` may preempt a running preemptible job
+// with `victim_points` of the same tier: it must outrank it by PriorityParams::margin().
+bool outranks(double preemptor_points, double victim_points, const PriorityParams& p);
+
+// A preemptible job hears about its end (SIGUSR2 to its steps) warn_time before it:
+// its grace (the time it needs to write a checkpoint) plus 30 s for the signal to
+// arrive and the launcher to react. Throws InputError when that exceeds what Slurm's
+// --signal can express (65535 s).
+std::chrono::seconds warn_time(std::chrono::seconds grace);
+
+// The checkpoint-aware backfill rule: a preemptible job may start in any hole of at
+// least 4 x warn_time (rounded up to whole minutes, Slurm's unit): it checkpoints when
+// the hole closes and is requeued, and at most a quarter of the run goes to the final
+// checkpoint. nullopt when that is not shorter than the time limit.
+std::optional<std::chrono::seconds> backfill_time_min(std::chrono::seconds grace,
+                                                      std::optional<std::chrono::seconds> limit);
+
+}  // namespace dl

@@ -1,0 +1,92 @@
+#include "core/priority.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "core/error.h"
+#include "core/parse.h"
+
+namespace dl {
+
+using std::chrono::seconds;
+
+PriorityParams parse_priority_params(std::string_view text) {
+  PriorityParams p;
+  std::size_t start = 0;
+  while (start < text.size()) {
+    const auto end = std::min(text.find(',', start), text.size());
+    const auto item = text.substr(start, end - start);
+    start = end + 1;
+    const auto eq = item.find('=');
+    if (eq == std::string_view::npos) {
+      throw InputError(fmt::format("priority parameter '{}': expected key=value", item));
+    }
+    const auto key = item.substr(0, eq);
+    const auto value = item.substr(eq + 1);
+    const std::string label(key);
+    constexpr std::uint64_t kMaxWeight = 1000000000;
+    if (key == "las_weight") {
+      p.las_weight = static_cast<std::uint32_t>(parse_uint(label, value, 0, kMaxWeight));
+    } else if (key == "age_weight") {
+      p.age_weight = static_cast<std::uint32_t>(parse_uint(label, value, 0, kMaxWeight));
+    } else if (key == "service_unit") {
+      p.service_unit = parse_duration(label, value, seconds(1), seconds(86400L * 365));
+    } else if (key == "levels") {
+      p.levels = static_cast<std::uint32_t>(parse_uint(label, value, 1, 1000));
+    } else if (key == "age_period") {
+      p.age_period = parse_duration(label, value, seconds(1), seconds(86400L * 365));
+    } else if (key == "interval") {
+      p.interval = parse_duration(label, value, seconds(1), seconds(3600));
+    } else if (key == "preempt_margin") {
+      p.preempt_margin = static_cast<std::uint32_t>(parse_uint(label, value, 0, 2 * kMaxWeight));
+    } else {
+      throw InputError(
+          fmt::format("priority parameter '{}': unknown key '{}' (expected las_weight, age_weight, "
+                      "service_unit, levels, age_period, interval or preempt_margin)",
+                      item, key));
+    }
+    if (std::uint64_t{p.las_weight} + p.age_weight > kMaxWeight) {
+      throw InputError(fmt::format(
+          "priority parameters: las_weight + age_weight = {} exceeds {} (Slurm priorities "
+          "are 32-bit)",
+          std::uint64_t{p.las_weight} + p.age_weight, kMaxWeight));
+    }
+  }
+  return p;
+}
+
+double PriorityParams::margin() const {
+  return preempt_margin ? *preempt_margin : las_weight / 4.0;
+}
+
+double las_points(double attained_gpu_s, const PriorityParams& p) {
+  const double level =
+      std::log2(1.0 + std::max(attained_gpu_s, 0.0) / static_cast<double>(p.service_unit.count()));
+  return p.las_weight * std::max(0.0, 1.0 - level / p.levels);
+}
+
+double age_points(double wait_s, const PriorityParams& p) {
+  return p.age_weight * std::max(wait_s, 0.0) / static_cast<double>(p.age_period.count());
+}
+
+double priority_points(double attained_gpu_s, double wait_s, const PriorityParams& p) {
+  return las_points(attained_gpu_s, p) + age_points(wait_s, p);
+}
+
+std::uint32_t site_factor(double attained_gpu_s, double wait_s, const PriorityParams& p) {
+  const double points = std::min(priority_points(attained_gpu_s, wait_s, p), 2e9);
+  return static_cast<std::uint32_t>(std::lround(points));
+}
+
+double age_rate(const PriorityParams& p) {
+  return p.age_weight / static_cast<double>(p.age_period.count());
+}
+
+double queue_key(double attained_gpu_s, double waiting_since_s, const PriorityParams& p) {
+  return las_points(attained_gpu_s, p) - age_rate(p) * waiting_since_s;
+}
+
+}  // namespace dl

@@ -1,0 +1,147 @@
+#include "core/trace.h"
+
+#include <fmt/format.h>
+#include <fmt/ostream.h>
+
+#include <charconv>
+#include <cmath>
+#include <ostream>
+#include <unordered_map>
+
+#include "core/error.h"
+
+namespace dl {
+namespace {
+
+constexpr const char* kRequired[] = {"job_id", "submit_s", "duration_s", "num_gpu"};
+constexpr const char* kOptional[] = {"user", "checkpointable"};
+constexpr double kMaxSeconds = 1e12;
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  return s;
+}
+
+std::vector<std::string_view> fields_of(std::string_view line) {
+  std::vector<std::string_view> fields;
+  std::size_t start = 0;
+  while (true) {
+    const auto comma = line.find(',', start);
+    fields.push_back(trim(line.substr(start, comma - start)));
+    if (comma == std::string_view::npos) break;
+    start = comma + 1;
+  }
+  return fields;
+}
+
+class Row {
+ public:
+  explicit Row(std::size_t line_no) : line_no_(line_no) {}
+
+  InputError error(const std::string& what) const {
+    return InputError(fmt::format("line {}: {}", line_no_, what));
+  }
+
+  template <typename T>
+  T whole(std::string_view name, std::string_view text, T min, T max) const {
+    T value{};
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+    if (text.empty() || ec != std::errc() || end != text.data() + text.size() || value < min ||
+        value > max) {
+      throw error(
+          fmt::format("{}='{}': expected a whole number from {} to {}", name, text, min, max));
+    }
+    return value;
+  }
+
+  double seconds(std::string_view name, std::string_view text, bool zero_ok) const {
+    double value = 0;
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+    const bool ok = !text.empty() && ec == std::errc() && end == text.data() + text.size() &&
+                    std::isfinite(value) && (zero_ok ? value >= 0 : value > 0) &&
+                    value <= kMaxSeconds;
+    if (!ok) {
+      throw error(fmt::format("{}='{}': expected a number of seconds {} 0 and at most 1e12", name,
+                              text, zero_ok ? ">=" : ">"));
+    }
+    return value;
+  }
+
+ private:
+  std::size_t line_no_;
+};
+
+}  // namespace
+
+std::vector<TraceJob> parse_trace(std::string_view text) {
+  std::vector<TraceJob> jobs;
+  std::unordered_map<std::uint64_t, std::size_t> seen;  // job id -> line
+  std::size_t columns = 0;
+  std::size_t line_no = 0;
+  std::size_t start = 0;
+  while (start < text.size()) {
+    auto nl = text.find('\n', start);
+    if (nl == std::string_view::npos) nl = text.size();
+    auto line = text.substr(start, nl - start);
+    start = nl + 1;
+    ++line_no;
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    if (trim(line).empty()) continue;
+    const Row row(line_no);
+    if (line.find('\0') != std::string_view::npos) throw row.error("NUL byte in the line");
+    const auto fields = fields_of(line);
+    if (columns == 0) {
+      bool ok = fields.size() >= 4 && fields.size() <= 6;
+      for (std::size_t i = 0; ok && i < fields.size(); ++i) {
+        ok = fields[i] == (i < 4 ? kRequired[i] : kOptional[i - 4]);
+      }
+      if (!ok) {
+        throw row.error(fmt::format(
+            "header '{}': expected job_id,submit_s,duration_s,num_gpu optionally followed by "
+            ",user and ,checkpointable",
+            line));
+      }
+      columns = fields.size();
+      continue;
+    }
+    if (fields.size() != columns) {
+      throw row.error(fmt::format("{} fields, the header has {}", fields.size(), columns));
+    }
+    TraceJob job;
+    job.id = row.whole<std::uint64_t>("job_id", fields[0], 0, UINT64_MAX);
+    job.submit_s = row.seconds("submit_s", fields[1], true);
+    job.duration_s = row.seconds("duration_s", fields[2], false);
+    job.gpus = row.whole<std::uint32_t>("num_gpu", fields[3], 1, 1u << 20);
+    if (columns >= 5) {
+      job.user = std::string(fields[4]);
+      if (job.user.find('"') != std::string::npos) {
+        throw row.error(fmt::format("user='{}': quotes are not allowed", job.user));
+      }
+    }
+    if (columns == 6) {
+      if (fields[5] != "0" && fields[5] != "1") {
+        throw row.error(fmt::format("checkpointable='{}': expected 0 or 1", fields[5]));
+      }
+      job.checkpointable = fields[5] == "1";
+    }
+    if (const auto [it, fresh] = seen.emplace(job.id, line_no); !fresh) {
+      throw row.error(fmt::format("job_id {} already used on line {}", job.id, it->second));
+    }
+    jobs.push_back(std::move(job));
+  }
+  if (columns == 0) {
+    throw InputError("line 1: empty trace: expected the header job_id,submit_s,duration_s,num_gpu");
+  }
+  return jobs;
+}
+
+void write_trace(std::ostream& out, const std::vector<TraceJob>& jobs) {
+  out << "job_id,submit_s,duration_s,num_gpu,user,checkpointable\n";
+  for (const auto& j : jobs) {
+    fmt::print(out, "{},{},{},{},{},{}\n", j.id, j.submit_s, j.duration_s, j.gpus, j.user,
+               j.checkpointable ? 1 : 0);
+  }
+}
+
+}  // namespace dl

@@ -1,0 +1,171 @@
+// dl-sim: replays a job trace under Slurm's FIFO + backfill or this project's policy,
+// and generates the IBM FfDL seed workload. See dl-sim(1).
+#include <fmt/format.h>
+
+#include <CLI/CLI.hpp>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "config.h"
+#include "core/error.h"
+#include "core/priority.h"
+#include "core/trace.h"
+#include "sim/generate.h"
+#include "sim/simulator.h"
+
+namespace {
+
+std::string read_all(const std::string& path) {
+  if (path == "-") {
+    std::ostringstream text;
+    text << std::cin.rdbuf();
+    return text.str();
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw dl::SystemError(fmt::format("cannot read {}: {}", path, std::strerror(errno)));
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+void print_result(const dl::sim::Result& r, const dl::sim::Options& o, bool json) {
+  if (json) {
+    const nlohmann::ordered_json j = {
+        {"avg_jct_s", r.avg_jct_s},
+        {"p50_jct_s", r.p50_jct_s},
+        {"p95_jct_s", r.p95_jct_s},
+        {"avg_queue_s", r.avg_queue_s},
+        {"gpu_util", r.gpu_util},
+        {"makespan_s", r.makespan_s},
+        {"split_small_jobs", r.split_small_jobs},
+        {"preemptions", r.preemptions},
+        {"lost_gpu_s", r.lost_gpu_s},
+    };
+    std::cout << j.dump() << '\n';
+    return;
+  }
+  fmt::print("policy {} on {} nodes x {} GPUs, {} jobs\n", dl::sim::to_string(o.policy), o.nodes,
+             o.gpus_per_node, r.jobs);
+  fmt::print("  job completion time  avg {:.0f} s, p50 {:.0f} s, p95 {:.0f} s\n", r.avg_jct_s,
+             r.p50_jct_s, r.p95_jct_s);
+  fmt::print("  queue (to first start) avg {:.0f} s\n", r.avg_queue_s);
+  fmt::print("  GPU utilization {:.3f} over a makespan of {:.0f} s\n", r.gpu_util, r.makespan_s);
+  fmt::print("  small gangs split over nodes {}, preemptions {}, lost {:.0f} GPU-s\n",
+             r.split_small_jobs, r.preemptions, r.lost_gpu_s);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{
+      "dl-sim: replay a GPU job trace under Slurm's FIFO + backfill or the slurm-dl policy"};
+  app.set_version_flag("--version", PACKAGE_VERSION);
+
+  std::string trace_path;
+  std::string policy_name;
+  std::string priority_text;
+  bool json = false;
+  dl::sim::Options o;
+  app.add_option(
+      "trace", trace_path,
+      "trace CSV (job_id,submit_s,duration_s,num_gpu[,user[,checkpointable]]); - for stdin");
+  app.add_option("--nodes", o.nodes, "nodes in the cluster")->check(CLI::Range(1u, 1000000u));
+  app.add_option("--gpus-per-node", o.gpus_per_node, "GPUs per node")->check(CLI::Range(1u, 1024u));
+  app.add_option("--nodes-per-switch", o.nodes_per_switch,
+                 "nodes under each leaf switch (0: none)");
+  app.add_option("--policy", policy_name, "fifo-backfill or dl");
+  app.add_option("--limit-factor", o.limit_factor, "time limit = duration x U(1, F)")
+      ->capture_default_str()
+      ->check(CLI::Range(1.0, 1000.0));
+  app.add_option("--seed", o.seed, "seed for the time limits")->capture_default_str();
+  app.add_flag("--json", json, "print the metrics as one JSON object");
+  app.add_option("--restore-cost", o.restore_s,
+                 "seconds a restarted job spends loading its checkpoint")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--ckpt-every", o.ckpt_every_s,
+                 "checkpoint interval of checkpointable jobs, seconds")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--grace", o.grace_s,
+                 "seconds a job needs to write its final checkpoint (--dl-grace)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--bf-interval", o.bf_interval_s, "seconds between backfill passes (bf_interval)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--bf-depth", o.bf_depth, "jobs a backfill pass considers (bf_max_job_test)")
+      ->capture_default_str()
+      ->check(CLI::Range(1u, 10000000u));
+  app.add_option("--bf-window", o.bf_window_s,
+                 "how far ahead backfill reserves, seconds (bf_window)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--bf-resolution", o.bf_resolution_s,
+                 "time resolution of backfill reservations, seconds (bf_resolution)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--priority-params", priority_text,
+                 "dl priority and preemption margin, as PrioritySiteFactorParameters");
+  app.add_option("--requeue-delay", o.requeue_delay_s, "seconds Slurm holds a requeued job")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+
+  auto* gen = app.add_subcommand("gen", "write a generated trace");
+  bool ibm = false;
+  dl::sim::IbmFfdlOptions g;
+  std::string output = "-";
+  gen->add_flag("--ibm-ffdl", ibm, "the IBM FfDL seed workload (the only generator)")->required();
+  gen->add_option("--load", g.load, "offered load (GPU demand / cluster GPUs)")->required();
+  gen->add_option("--seed", g.seed, "random seed")->capture_default_str();
+  gen->add_option("--jobs", g.jobs, "number of jobs")->capture_default_str();
+  gen->add_option("--nodes", g.nodes, "nodes of the cluster the load refers to")
+      ->capture_default_str();
+  gen->add_option("--gpus-per-node", g.gpus_per_node, "GPUs per node of that cluster")
+      ->capture_default_str();
+  gen->add_option("-o,--output", output, "output file (- for stdout)")->capture_default_str();
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+
+  try {
+    if (gen->parsed()) {
+      const auto jobs = dl::sim::generate_ibm_ffdl(g);
+      if (output == "-") {
+        dl::write_trace(std::cout, jobs);
+      } else {
+        std::ofstream out(output, std::ios::binary | std::ios::trunc);
+        if (!out)
+          throw dl::SystemError(fmt::format("cannot write {}: {}", output, std::strerror(errno)));
+        dl::write_trace(out, jobs);
+        out.close();
+        if (!out)
+          throw dl::SystemError(fmt::format("cannot write {}: {}", output, std::strerror(errno)));
+      }
+      return 0;
+    }
+    if (trace_path.empty()) throw dl::InputError("missing the trace file (see --help)");
+    if (app.count("--nodes") == 0 || app.count("--gpus-per-node") == 0) {
+      throw dl::InputError("--nodes and --gpus-per-node are required");
+    }
+    if (policy_name.empty()) throw dl::InputError("--policy is required (fifo-backfill or dl)");
+    o.policy = dl::sim::parse_policy(policy_name);
+    o.priority = dl::parse_priority_params(priority_text);
+    auto jobs = dl::parse_trace(read_all(trace_path));
+    print_result(dl::sim::simulate(std::move(jobs), o), o, json);
+    return 0;
+  } catch (const dl::InputError& e) {
+    fmt::print(stderr, "dl-sim: {}{}\n",
+               trace_path.empty() || gen->parsed() ? "" : trace_path + ": ", e.what());
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "dl-sim: {}\n", e.what());
+  }
+  return 1;
+}

@@ -1,0 +1,770 @@
+#include "sim/simulator.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <queue>
+#include <random>
+#include <set>
+#include <stdexcept>
+#include <tuple>
+
+#include "core/error.h"
+#include "core/gang.h"
+#include "core/preempt.h"
+
+namespace dl::sim {
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+constexpr double kEps = 1e-6;
+
+struct Alloc {
+  std::uint32_t node;
+  std::uint32_t gpus;
+};
+
+enum class State : std::uint8_t { future, requeued, pending, running, done };
+
+struct Job {
+  TraceJob t;
+  double limit = 0;                // the user's time limit, whole minutes
+  std::optional<double> time_min;  // dl: checkpointable jobs may run in shorter holes
+  std::uint32_t nodes = 1;         // dl: nodes of the shape
+  std::uint32_t per_node = 0;      // dl: GPUs per node of the shape
+  std::uint32_t hold = 0;          // GPUs held while running
+  State state = State::future;
+  double eligible = 0;   // pending since
+  double waited = 0;     // seconds pending before that (earlier waits)
+  double work_done = 0;  // progress kept (from the last checkpoint at run start)
+  double attained = 0;   // GPU-seconds of finished runs
+  double run_start = 0;
+  double run_restore = 0;
+  double completion = 0;  // when the current run completes the job
+  double est_end = 0;     // the scheduler's view: start + time limit of this run
+  std::optional<double> slot_end;
+  std::uint64_t epoch = 0;  // invalidates end events of earlier runs
+  std::uint32_t runs = 0;
+  std::size_t running_pos = 0;
+  double first_start = -1;
+  double finish = 0;
+  bool split = false;
+  double queue_key = 0;
+  std::vector<Alloc> alloc;
+};
+
+// Slurm-like uniform draws that do not depend on the standard library's distributions.
+double uniform01(std::mt19937_64& rng) { return static_cast<double>(rng() >> 11) * 0x1.0p-53; }
+
+// --gpus=N as select/cons_tres places it: among runs of consecutive nodes with free
+// GPUs, the one that suffices with the fewest free GPUs; GPUs from its nodes in order.
+std::vector<Alloc> place_fifo(const std::vector<std::uint32_t>& free, std::uint32_t gpus) {
+  std::size_t best_start = 0, best_end = 0;
+  std::uint64_t best_sum = std::numeric_limits<std::uint64_t>::max();
+  std::size_t i = 0;
+  const std::size_t n = free.size();
+  while (i < n) {
+    if (free[i] == 0) {
+      ++i;
+      continue;
+    }
+    const std::size_t start = i;
+    std::uint64_t sum = 0;
+    while (i < n && free[i] > 0) sum += free[i++];
+    if (sum >= gpus && sum < best_sum) {
+      best_sum = sum;
+      best_start = start;
+      best_end = i;
+    }
+  }
+  std::vector<Alloc> alloc;
+  if (best_sum == std::numeric_limits<std::uint64_t>::max()) return alloc;
+  std::uint32_t left = gpus;
+  for (std::size_t k = best_start; k < best_end && left > 0; ++k) {
+    const auto take = std::min(left, free[k]);
+    alloc.push_back({static_cast<std::uint32_t>(k), take});
+    left -= take;
+  }
+  return alloc;
+}
+
+// A dl shape: one node with the fewest free GPUs that suffice (best fit, so large
+// holes stay whole), or `nodes` whole free nodes, under one leaf switch when one has
+// enough (the leaf with the fewest whole free nodes that suffice).
+std::vector<Alloc> place_dl(const std::vector<std::uint32_t>& free, std::uint32_t nodes,
+                            std::uint32_t per_node, std::uint32_t gpus_per_node,
+                            const std::vector<std::uint32_t>& leaf_of, std::uint32_t leaves) {
+  std::vector<Alloc> alloc;
+  const std::size_t n = free.size();
+  if (nodes == 1) {
+    std::size_t best = n;
+    for (std::size_t k = 0; k < n; ++k) {
+      if (free[k] >= per_node && (best == n || free[k] < free[best])) best = k;
+    }
+    if (best != n) alloc.push_back({static_cast<std::uint32_t>(best), per_node});
+    return alloc;
+  }
+  // Multi-node gangs hold whole nodes (per_node == gpus_per_node).
+  std::optional<std::uint32_t> leaf;
+  if (leaves > 1) {
+    std::vector<std::uint32_t> whole(leaves, 0);
+    for (std::size_t k = 0; k < n; ++k) whole[leaf_of[k]] += free[k] == gpus_per_node;
+    for (std::uint32_t l = 0; l < leaves; ++l) {
+      if (whole[l] >= nodes && (!leaf || whole[l] < whole[*leaf])) leaf = l;
+    }
+  }
+  for (std::size_t k = 0; k < n && alloc.size() < nodes; ++k) {
+    if (free[k] == gpus_per_node && (!leaf || leaf_of[k] == *leaf)) {
+      alloc.push_back({static_cast<std::uint32_t>(k), per_node});
+    }
+  }
+  if (alloc.size() < nodes) alloc.clear();
+  return alloc;
+}
+
+// Free GPUs over time as steps, for backfill reservations: free_[i] holds on
+// [times_[i], times_[i+1]); the last step lasts forever. Times are multiples of
+// bf_resolution from now (Slurm's backfill works in such slots, 60 s by default),
+// which also keeps the number of steps small.
+double slot_up(double now, double resolution, double t) {
+  return t <= now ? now : now + std::ceil((t - now) / resolution - 1e-9) * resolution;
+}
+
+class Profile {
+ public:
+  Profile(double now, double resolution, std::int64_t free_now,
+          std::vector<std::pair<double, std::int64_t>> releases)
+      : now_(now), res_(resolution) {
+    for (auto& r : releases) r.first = round_up(r.first);
+    std::sort(releases.begin(), releases.end());
+    times_.push_back(now);
+    free_.push_back(free_now);
+    for (const auto& [t, g] : releases) {
+      if (t <= times_.back()) {
+        free_.back() += g;
+      } else {
+        times_.push_back(t);
+        free_.push_back(free_.back() + g);
+      }
+    }
+  }
+
+  // Earliest start in [from, before) of a window of `d` seconds with `g` GPUs free
+  // throughout; infinity when there is none.
+  double earliest(std::int64_t g, double d, double from, double before) const {
+    const std::size_t n = times_.size();
+    std::size_t j = step_at(from);
+    double start = from;
+    while (true) {
+      while (free_[j] < g) {
+        if (++j == n || times_[j] >= before) return kInf;
+        start = times_[j];
+      }
+      const double end = start + d;
+      while (true) {
+        if (j + 1 == n || times_[j + 1] >= end) return start;
+        if (free_[++j] < g) break;
+      }
+    }
+  }
+
+  // First time >= from at which fewer than g GPUs are free (infinity: never).
+  double window_end(std::int64_t g, double from) const {
+    for (std::size_t j = step_at(from); j < times_.size(); ++j) {
+      if (free_[j] < g) return std::max(times_[j], from);
+    }
+    return kInf;
+  }
+
+  // Takes g GPUs on [s, e), widened to whole slots.
+  void occupy(double s, double e, std::int64_t g) {
+    const std::size_t a = split_at(round_down(s));
+    const std::size_t b = e == kInf ? times_.size() : split_at(round_up(e));
+    for (std::size_t k = a; k < b; ++k) free_[k] -= g;
+  }
+
+ private:
+  double round_up(double t) const { return slot_up(now_, res_, t); }
+  double round_down(double t) const {
+    return t <= now_ ? now_ : now_ + std::floor((t - now_) / res_ + 1e-9) * res_;
+  }
+  std::size_t step_at(double t) const {
+    const auto it = std::upper_bound(times_.begin(), times_.end(), t);
+    return static_cast<std::size_t>(std::max<std::ptrdiff_t>(it - times_.begin() - 1, 0));
+  }
+  std::size_t split_at(double t) {
+    const std::size_t i = step_at(t);
+    if (times_[i] == t) return i;
+    times_.insert(times_.begin() + static_cast<std::ptrdiff_t>(i) + 1, t);
+    free_.insert(free_.begin() + static_cast<std::ptrdiff_t>(i) + 1, free_[i]);
+    return i + 1;
+  }
+  double now_;
+  double res_;
+  std::vector<double> times_;
+  std::vector<std::int64_t> free_;
+};
+
+enum class Kind : std::uint8_t { end, eligible, backfill };
+
+struct Event {
+  double t;
+  Kind kind;
+  std::uint32_t job;
+  std::uint64_t epoch;
+  bool operator>(const Event& o) const { return t > o.t; }
+};
+constexpr std::uint32_t kNoJob = std::numeric_limits<std::uint32_t>::max();
+
+}  // namespace
+
+Policy parse_policy(std::string_view name) {
+  if (name == "fifo-backfill") return Policy::fifo_backfill;
+  if (name == "dl") return Policy::dl;
+  throw InputError(fmt::format("--policy={}: expected fifo-backfill or dl", name));
+}
+
+std::string_view to_string(Policy policy) { return policy == Policy::dl ? "dl" : "fifo-backfill"; }
+
+struct Simulator::Impl {
+  Options o;
+  std::vector<Job> jobs;  // in submit order
+  std::vector<std::uint32_t> free;
+  std::vector<std::uint32_t> leaf_of;
+  std::uint32_t leaves = 0;
+  std::int64_t free_total = 0;
+  std::vector<std::uint32_t> nodes_with_free;  // histogram: nodes by free GPUs
+  std::size_t next_arrival = 0;
+  std::size_t done = 0;
+  double now = 0;
+  std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events;
+  // Pending jobs, best first: fifo by submit time, dl by -dl::queue_key (which keeps
+  // the order of dl::priority_points while they wait).
+  std::set<std::pair<double, std::uint32_t>> queue;
+  std::vector<std::uint32_t> running;
+  std::uint64_t version = 0;
+  // A backfill pass can only start something new after GPUs were released or a job
+  // arrived that fits in the free GPUs: otherwise every window only moved later.
+  bool backfill_useful = false;
+  bool backfill_queued = false;
+  struct {
+    std::uint32_t job = kNoJob;
+    std::uint64_t version = 0;
+    double at = 0;
+  } preempt_failed;
+  mutable std::vector<std::uint32_t> scratch;
+  std::uint64_t preemptions = 0;
+  double lost_gpu_s = 0;
+
+  Impl(std::vector<TraceJob> trace, const Options& options) : o(options) {
+    check_options();
+    std::stable_sort(trace.begin(), trace.end(), [](const TraceJob& a, const TraceJob& b) {
+      return a.submit_s != b.submit_s ? a.submit_s < b.submit_s : a.id < b.id;
+    });
+    free.assign(o.nodes, o.gpus_per_node);
+    free_total = std::int64_t{o.nodes} * o.gpus_per_node;
+    nodes_with_free.assign(o.gpus_per_node + 1, 0);
+    nodes_with_free[o.gpus_per_node] = o.nodes;
+    leaf_of.resize(o.nodes);
+    Capacity capacity;
+    capacity.node_gpus.assign(o.nodes, o.gpus_per_node);
+    for (std::uint32_t k = 0; k < o.nodes; ++k) {
+      leaf_of[k] = o.nodes_per_switch ? k / o.nodes_per_switch : 0;
+      if (o.nodes_per_switch) {
+        if (capacity.leaf_switches.size() <= leaf_of[k]) capacity.leaf_switches.emplace_back();
+        capacity.leaf_switches[leaf_of[k]].push_back(k);
+      }
+    }
+    leaves = static_cast<std::uint32_t>(capacity.leaf_switches.size());
+    std::mt19937_64 rng(o.seed);
+    jobs.reserve(trace.size());
+    for (auto& t : trace) {
+      Job j;
+      const double draw = 1 + (o.limit_factor - 1) * uniform01(rng);
+      j.limit = std::ceil(t.duration_s * draw / 60) * 60;
+      if (o.policy == Policy::dl) {
+        Shape s;
+        try {
+          s = fit_gang(Gang{t.gpus, Placement::pack, std::nullopt}, capacity, "dl-sim");
+        } catch (const InputError& e) {
+          throw InputError(fmt::format("job {}: {}", t.id, e.what()));
+        }
+        j.nodes = s.nodes_min;
+        j.per_node = s.gpus_per_node;
+        j.hold = s.nodes_min * s.gpus_per_node;
+        if (t.checkpointable) {
+          const auto tm = backfill_time_min(std::chrono::seconds(std::llround(o.grace_s)),
+                                            std::chrono::seconds(std::llround(j.limit)));
+          if (tm) j.time_min = static_cast<double>(tm->count());
+        }
+      } else {
+        if (t.gpus > free_total) {
+          throw InputError(
+              fmt::format("job {} asks for {} GPUs; the cluster has {}", t.id, t.gpus, free_total));
+        }
+        j.hold = t.gpus;
+      }
+      j.t = std::move(t);
+      jobs.push_back(std::move(j));
+    }
+    scratch.reserve(o.nodes);
+  }
+
+  void check_options() const {
+    const auto bad = [](const char* what) { return InputError(what); };
+    if (o.nodes < 1 || o.nodes > 1000000) throw bad("--nodes: expected 1 to 1000000");
+    if (o.gpus_per_node < 1 || o.gpus_per_node > 1024) {
+      throw bad("--gpus-per-node: expected 1 to 1024");
+    }
+    if (!(o.limit_factor >= 1 && o.limit_factor <= 1000)) {
+      throw bad("--limit-factor: expected a number from 1 to 1000");
+    }
+    if (!(o.restore_s >= 0) || !(o.ckpt_every_s > 0) || !(o.grace_s >= 0)) {
+      throw bad("--restore-cost and --grace must be >= 0, --ckpt-every > 0");
+    }
+    if (!(o.requeue_delay_s >= 0)) throw bad("--requeue-delay: expected a number >= 0");
+    if (!(o.bf_resolution_s >= 1) || o.bf_window_s / o.bf_resolution_s > 1e7) {
+      throw bad("--bf-resolution: expected at least 1 s and at most 1e7 slots in --bf-window");
+    }
+    if (!(o.bf_interval_s > 0) || o.bf_depth < 1 || !(o.bf_window_s > 0)) {
+      throw bad("--bf-interval and --bf-window must be > 0, --bf-depth >= 1");
+    }
+  }
+
+  // ---------------------------------------------------------------- cluster
+  void set_free(std::uint32_t node, std::uint32_t value) {
+    --nodes_with_free[free[node]];
+    free_total += std::int64_t{value} - free[node];
+    free[node] = value;
+    ++nodes_with_free[value];
+  }
+
+  std::vector<Alloc> place(const Job& j) const {
+    if (free_total < j.hold) return {};
+    if (o.policy == Policy::fifo_backfill) return place_fifo(free, j.hold);
+    // Cheap answers from the histogram before scanning the nodes.
+    std::uint64_t fitting = 0;
+    const std::uint32_t need = j.nodes == 1 ? j.per_node : o.gpus_per_node;
+    for (std::uint32_t g = need; g <= o.gpus_per_node; ++g) fitting += nodes_with_free[g];
+    if (fitting < j.nodes) return {};
+    return place_dl(free, j.nodes, j.per_node, o.gpus_per_node, leaf_of, leaves);
+  }
+
+  // ---------------------------------------------------------------- queue
+  void enqueue(std::uint32_t i) {
+    Job& j = jobs[i];
+    j.state = State::pending;
+    j.eligible = now;
+    j.queue_key = o.policy == Policy::fifo_backfill
+                      ? j.t.submit_s
+                      : -queue_key(j.attained, j.eligible - j.waited, o.priority);
+    queue.emplace(j.queue_key, i);
+    backfill_useful |= j.hold <= free_total;
+    ++version;
+  }
+
+  void dequeue(std::uint32_t i) { queue.erase({jobs[i].queue_key, i}); }
+
+  std::optional<std::uint32_t> head() const {
+    if (queue.empty()) return std::nullopt;
+    return queue.begin()->second;
+  }
+
+  // ---------------------------------------------------------------- runs
+  double progress_now(const Job& j) const {
+    return std::max(0.0, now - j.run_start - j.run_restore);
+  }
+
+  void start(std::uint32_t i, const std::vector<Alloc>& alloc, std::optional<double> slot_end) {
+    Job& j = jobs[i];
+    dequeue(i);
+    j.waited += now - j.eligible;
+    for (const auto& a : alloc) set_free(a.node, free[a.node] - a.gpus);
+    j.alloc = alloc;
+    j.state = State::running;
+    j.run_start = now;
+    j.run_restore = j.runs > 0 ? o.restore_s : 0;
+    ++j.runs;
+    if (j.first_start < 0) j.first_start = now;
+    if (j.t.gpus <= o.gpus_per_node && alloc.size() > 1) j.split = true;
+    j.completion = now + j.run_restore + (j.t.duration_s - j.work_done);
+    j.slot_end = slot_end;
+    j.est_end = now + (slot_end ? *slot_end - now : j.limit);
+    const double end = slot_end ? std::min(*slot_end, j.completion) : j.completion;
+    events.push({end, Kind::end, i, ++j.epoch});
+    j.running_pos = running.size();
+    running.push_back(i);
+    ++version;
+  }
+
+  // Ends the current run; the time it spent restoring its checkpoint is lost.
+  void release(std::uint32_t i) {
+    Job& j = jobs[i];
+    lost_gpu_s += j.hold * std::min(now - j.run_start, j.run_restore);
+    for (const auto& a : j.alloc) set_free(a.node, free[a.node] + a.gpus);
+    j.alloc.clear();
+    j.attained += j.hold * (now - j.run_start);
+    const std::uint32_t last = running.back();
+    running[j.running_pos] = last;
+    jobs[last].running_pos = j.running_pos;
+    running.pop_back();
+    ++j.epoch;
+    ++version;
+    backfill_useful = true;
+  }
+
+  void finish(std::uint32_t i) {
+    release(i);
+    Job& j = jobs[i];
+    j.state = State::done;
+    j.finish = now;
+    ++done;
+  }
+
+  // The end of a backfill hole: the job checkpointed in its last `grace` seconds.
+  void stop_at_deadline(std::uint32_t i) {
+    Job& j = jobs[i];
+    const double working = std::max(0.0, now - j.run_start - j.run_restore);
+    const double checkpointing = std::min(working, o.grace_s);
+    j.work_done += working - checkpointing;
+    lost_gpu_s += j.hold * checkpointing;
+    release(i);
+    requeue(i);
+  }
+
+  void requeue(std::uint32_t i) {
+    jobs[i].state = State::requeued;
+    events.push({now + o.requeue_delay_s, Kind::eligible, i, jobs[i].epoch});
+  }
+
+  // Preemption: stopped at once, back to its last periodic checkpoint.
+  void preempt(std::uint32_t i) {
+    Job& j = jobs[i];
+    const double progress = progress_now(j);
+    const double lost = seconds_since_checkpoint(progress, o.ckpt_every_s);
+    j.work_done += progress - lost;
+    lost_gpu_s += j.hold * lost;
+    ++preemptions;
+    release(i);
+    requeue(i);
+  }
+
+  // ---------------------------------------------------------------- decisions
+  class Trial : public VictimTrial {
+   public:
+    Trial(const Impl& sim, const Job& preemptor) : sim_(sim), scratch_(sim.scratch) {
+      scratch_ = sim.free;
+      nodes_ = preemptor.nodes;
+      need_ = preemptor.nodes == 1 ? preemptor.per_node : sim.o.gpus_per_node;
+      for (const auto f : scratch_) fitting_ += f >= need_;
+    }
+    void release(const VictimCandidate& v) override {
+      for (const auto& a : sim_.jobs[v.id].alloc) change(a.node, static_cast<std::int64_t>(a.gpus));
+    }
+    void take_back(const VictimCandidate& v) override {
+      for (const auto& a : sim_.jobs[v.id].alloc)
+        change(a.node, -static_cast<std::int64_t>(a.gpus));
+    }
+    bool preemptor_fits() const override { return fitting_ >= nodes_; }
+
+   private:
+    void change(std::uint32_t node, std::int64_t by) {
+      const bool before = scratch_[node] >= need_;
+      scratch_[node] = static_cast<std::uint32_t>(scratch_[node] + by);
+      fitting_ += static_cast<std::int64_t>(scratch_[node] >= need_) - before;
+    }
+    const Impl& sim_;
+    std::vector<std::uint32_t>& scratch_;
+    std::uint32_t nodes_ = 1;
+    std::uint32_t need_ = 0;
+    std::int64_t fitting_ = 0;
+  };
+
+  Decision decide(bool try_preempt) const {
+    Decision d;
+    const auto h = head();
+    if (!h) return d;
+    const Job& j = jobs[*h];
+    d.job = *h;
+    auto alloc = place(j);
+    if (alloc.empty() && try_preempt && o.policy == Policy::dl) {
+      const double p = priority_points(j.attained, j.waited + now - j.eligible, o.priority);
+      std::vector<VictimCandidate> candidates;
+      std::int64_t reachable = free_total;
+      for (const auto r : running) {
+        const Job& v = jobs[r];
+        if (!v.t.checkpointable) continue;
+        const double attained = v.attained + v.hold * (now - v.run_start);
+        if (!outranks(p, priority_points(attained, v.waited, o.priority), o.priority)) continue;
+        candidates.push_back(
+            {r, v.hold, seconds_since_checkpoint(progress_now(v), o.ckpt_every_s), true});
+        reachable += v.hold;
+      }
+      if (reachable >= j.hold) {
+        Trial trial(*this, j);
+        for (const auto& v : choose_victims(std::move(candidates), trial)) {
+          d.victims.push_back(v.id);
+        }
+        if (!d.victims.empty()) {
+          alloc = place_dl(scratch, j.nodes, j.per_node, o.gpus_per_node, leaf_of, leaves);
+          if (alloc.empty()) throw std::logic_error("dl-sim: victims freed no room");
+        }
+      }
+    }
+    for (const auto& a : alloc) d.alloc.emplace_back(a.node, a.gpus);
+    return d;
+  }
+
+  // Slurm's main scheduler: start jobs in priority order until one must wait.
+  void main_pass() {
+    while (true) {
+      const auto h = head();
+      if (!h) return;
+      const bool retry = preempt_failed.job != *h || preempt_failed.version != version ||
+                         now >= preempt_failed.at + o.bf_interval_s;
+      const Decision d = decide(retry);
+      if (d.alloc.empty()) {
+        preempt_failed = {*h, version, now};
+        return;
+      }
+      for (const auto v : d.victims) preempt(static_cast<std::uint32_t>(v));
+      std::vector<Alloc> alloc;
+      for (const auto& [node, gpus] : d.alloc) alloc.push_back({node, gpus});
+      start(*h, alloc, std::nullopt);
+    }
+  }
+
+  // The nodes the highest job that has to wait will start on, and when, from the time
+  // limits of the running jobs. Slurm's backfill reserves specific nodes for it, so a
+  // lower job may use them only if it ends before then; without this a gang of whole
+  // nodes could wait forever behind small jobs that keep a GPU of every node busy.
+  struct NodeReservation {
+    double start = kInf;
+    std::vector<std::uint32_t> nodes;
+  };
+
+  NodeReservation reserve_nodes(const Job& j) const {
+    std::vector<std::tuple<double, std::uint32_t, std::uint32_t>> releases;
+    for (const auto r : running) {
+      for (const auto& a : jobs[r].alloc) {
+        releases.emplace_back(std::max(jobs[r].est_end, now), a.node, a.gpus);
+      }
+    }
+    std::sort(releases.begin(), releases.end());
+    std::vector<std::uint32_t>& level = scratch;
+    level = free;
+    NodeReservation res;
+    const bool whole = o.policy == Policy::dl && j.nodes > 1;
+    const std::uint32_t need = o.policy == Policy::fifo_backfill ? 1
+                               : whole                           ? o.gpus_per_node
+                                                                 : j.per_node;
+    std::uint64_t have = 0;  // fifo: GPUs on the chosen nodes; dl: nodes that qualify
+    const auto enough = [&] {
+      return have >= (o.policy == Policy::fifo_backfill ? j.hold : j.nodes);
+    };
+    const auto consider = [&](std::uint32_t k, std::uint32_t before) {
+      if (o.policy == Policy::fifo_backfill) {
+        if (before == 0) res.nodes.push_back(k);
+        have += level[k] - before;
+      } else if (before < need && level[k] >= need) {
+        res.nodes.push_back(k);
+        ++have;
+      }
+    };
+    for (std::uint32_t k = 0; k < o.nodes && !enough(); ++k) consider(k, 0);
+    res.start = now;
+    for (const auto& [t, k, g] : releases) {
+      if (enough()) break;
+      const std::uint32_t before = level[k];
+      level[k] += g;
+      consider(k, before);
+      res.start = t;
+    }
+    if (!enough()) res.start = kInf;
+    if (o.policy == Policy::dl) res.nodes.resize(std::min<std::size_t>(res.nodes.size(), j.nodes));
+    return res;
+  }
+
+  // Placement for a job that holds its GPUs until `end`, keeping off reserved nodes.
+  std::vector<Alloc> place_until(const Job& j, double end, const NodeReservation& top) const {
+    if (end <= top.start || top.nodes.empty()) return place(j);
+    if (free_total < j.hold) return {};
+    scratch = free;
+    for (const auto k : top.nodes) scratch[k] = 0;
+    if (o.policy == Policy::fifo_backfill) return place_fifo(scratch, j.hold);
+    return place_dl(scratch, j.nodes, j.per_node, o.gpus_per_node, leaf_of, leaves);
+  }
+
+  // Slurm's backfill pass: every pending job (up to bf_depth, best first) either
+  // starts now without delaying any higher job's reservation, or gets a reservation
+  // at its earliest start within bf_window: in GPUs over time for every job, and on
+  // specific nodes for the highest one.
+  void backfill_pass() {
+    backfill_useful = false;
+    std::vector<std::pair<double, std::int64_t>> releases;
+    releases.reserve(running.size());
+    for (const auto r : running) {
+      releases.emplace_back(std::max(jobs[r].est_end, now + 1), jobs[r].hold);
+    }
+    Profile profile(now, o.bf_resolution_s, free_total, std::move(releases));
+    std::vector<std::uint32_t> order;
+    for (auto it = queue.begin(); it != queue.end() && order.size() < o.bf_depth; ++it) {
+      order.push_back(it->second);
+    }
+    // A reservation only matters to lower jobs that could start now, and only if it
+    // begins within their run: jobs after the k-th that fit in the free GPUs run at
+    // most `reach[k + 1]` seconds. Reservations that begin later (or all of them,
+    // once no lower job fits) cannot change what this pass starts, so they are not
+    // searched for.
+    const auto need_of = [&](const Job& j) { return j.time_min.value_or(j.limit); };
+    std::vector<double> reach(order.size() + 1, 0);
+    for (std::size_t k = order.size(); k-- > 0;) {
+      const Job& j = jobs[order[k]];
+      reach[k] = std::max(reach[k + 1], j.hold <= free_total ? j.limit : 0.0);
+    }
+    std::optional<NodeReservation> top;
+    for (std::size_t k = 0; k < order.size(); ++k) {
+      if (reach[k] == 0 || free_total == 0) return;
+      const std::uint32_t i = order[k];
+      const Job& j = jobs[i];
+      const double need = need_of(j);
+      const double horizon = now + std::min(o.bf_window_s, reach[k + 1]);
+      double s = profile.earliest(j.hold, need, now, horizon);
+      if (s <= now + kEps) {
+        std::optional<double> slot;
+        if (j.time_min) {
+          const double hole = profile.window_end(j.hold, now);
+          if (hole < now + j.limit) slot = hole;
+        }
+        const double end = slot.value_or(now + j.limit);
+        const auto alloc = top ? place_until(j, end, *top) : place(j);
+        if (!alloc.empty()) {
+          profile.occupy(now, end, j.hold);
+          start(i, alloc, slot);
+          continue;
+        }
+        // Enough GPUs in total but not in the shape: reserve from the next second on.
+        s = profile.earliest(j.hold, need, now + 1, horizon);
+      }
+      if (!top) {
+        top = reserve_nodes(j);
+        top->start = slot_up(now, o.bf_resolution_s, top->start);
+      }
+      if (s < horizon) profile.occupy(s, s + j.limit, j.hold);
+    }
+  }
+
+  void queue_backfill() {
+    if (backfill_queued || !backfill_useful || free_total == 0) return;
+    if (queue.empty()) return;
+    const double at = (std::floor(now / o.bf_interval_s) + 1) * o.bf_interval_s;
+    events.push({at, Kind::backfill, kNoJob, 0});
+    backfill_queued = true;
+  }
+
+  // ---------------------------------------------------------------- the loop
+  double next_event_time() const {
+    double t = kInf;
+    if (next_arrival < jobs.size()) t = jobs[next_arrival].t.submit_s;
+    if (!events.empty()) t = std::min(t, events.top().t);
+    return t;
+  }
+
+  void run_until(double until) {
+    while (done < jobs.size()) {
+      const double t = next_event_time();
+      if (t == kInf) throw std::logic_error("dl-sim: pending jobs but nothing left to happen");
+      if (t > until) break;
+      now = std::max(now, t);
+      bool backfill = false;
+      while (next_arrival < jobs.size() && jobs[next_arrival].t.submit_s <= now) {
+        enqueue(static_cast<std::uint32_t>(next_arrival++));
+      }
+      while (!events.empty() && events.top().t <= now) {
+        const Event e = events.top();
+        events.pop();
+        if (e.kind == Kind::backfill) {
+          backfill = true;
+          backfill_queued = false;
+          continue;
+        }
+        Job& j = jobs[e.job];
+        if (e.kind == Kind::eligible) {
+          if (j.state == State::requeued && j.epoch == e.epoch) enqueue(e.job);
+          continue;
+        }
+        if (j.state != State::running || j.epoch != e.epoch) continue;
+        if (now + kEps >= j.completion) {
+          finish(e.job);
+        } else {
+          stop_at_deadline(e.job);
+        }
+      }
+      main_pass();
+      if (backfill) backfill_pass();
+      queue_backfill();
+    }
+    if (until != kInf) now = std::max(now, until);
+  }
+
+  Result result() const {
+    Result r;
+    r.jobs = jobs.size();
+    if (jobs.empty()) return r;
+    std::vector<double> jct;
+    jct.reserve(jobs.size());
+    double queue = 0, work = 0, first_submit = kInf, last_finish = 0;
+    for (const auto& j : jobs) {
+      jct.push_back(j.finish - j.t.submit_s);
+      queue += j.first_start - j.t.submit_s;
+      work += j.t.gpus * j.t.duration_s;
+      first_submit = std::min(first_submit, j.t.submit_s);
+      last_finish = std::max(last_finish, j.finish);
+      r.split_small_jobs += j.split;
+    }
+    std::sort(jct.begin(), jct.end());
+    const auto pct = [&](double q) {
+      const auto k = static_cast<std::size_t>(std::ceil(q * static_cast<double>(jct.size())));
+      return jct[std::clamp<std::size_t>(k, 1, jct.size()) - 1];
+    };
+    double sum = 0;
+    for (const auto x : jct) sum += x;
+    r.avg_jct_s = sum / static_cast<double>(jct.size());
+    r.p50_jct_s = pct(0.50);
+    r.p95_jct_s = pct(0.95);
+    r.avg_queue_s = queue / static_cast<double>(jobs.size());
+    r.makespan_s = last_finish - first_submit;
+    const double capacity = static_cast<double>(o.nodes) * o.gpus_per_node * r.makespan_s;
+    r.gpu_util = capacity > 0 ? work / capacity : 0;
+    r.preemptions = preemptions;
+    r.lost_gpu_s = lost_gpu_s;
+    return r;
+  }
+};
+
+Simulator::Simulator(std::vector<TraceJob> trace, const Options& options)
+    : impl_(std::make_unique<Impl>(std::move(trace), options)) {}
+
+Simulator::~Simulator() = default;
+
+Result Simulator::run() {
+  impl_->run_until(kInf);
+  return impl_->result();
+}
+
+void Simulator::run_until(double t) { impl_->run_until(t); }
+
+Simulator::Decision Simulator::decide() const {
+  auto d = impl_->decide(true);
+  if (d.job) d.job = impl_->jobs[*d.job].t.id;
+  for (auto& v : d.victims) v = impl_->jobs[v].t.id;
+  return d;
+}
+
+std::size_t Simulator::pending() const { return impl_->queue.size(); }
+
+std::size_t Simulator::running() const { return impl_->running.size(); }
+
+}  // namespace dl::sim

@@ -1,0 +1,111 @@
+// dl-sim's engine: replays a job trace on a GPU cluster under one of two policies.
+//
+//   fifo-backfill  plain Slurm: age-ordered priority; the main scheduler starts jobs
+//                  in that order until one does not fit; every bf_interval the backfill
+//                  scheduler starts lower jobs that do not delay the reservation of any
+//                  higher job, using time limits. A gang asks --gpus=N and is placed as
+//                  select/cons_tres does: the best-fitting run of consecutive nodes with
+//                  free GPUs, GPUs taken from its nodes in order (so it may be split
+//                  across nodes). No preemption.
+//   dl             this project's policy, through the same core code as the plugins:
+//                  gangs shaped by dl::shape_gang (pack), ordered by dl::priority_points
+//                  (least attained service + aging), a blocked job at the head preempts
+//                  checkpointable jobs it outranks by the margin (victims chosen by
+//                  dl::choose_victims), and checkpointable jobs backfill into holes of
+//                  dl::backfill_time_min (they checkpoint and requeue when the hole closes).
+//
+// Cost model: a checkpointable job checkpoints every ckpt_every seconds of progress.
+// A preempted job is stopped at once and resumes from its last checkpoint (the work
+// since then is lost). A job stopped at the end of a backfill hole knows its deadline
+// and checkpoints in its last `grace` seconds. Either way Slurm requeues it and holds
+// it for requeue_delay before it may start again, and every restart first spends
+// `restore` seconds loading the checkpoint. Lost GPU-seconds count the rolled-back
+// work, the final checkpoints and the restores.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string_view>
+#include <vector>
+
+#include "core/priority.h"
+#include "core/trace.h"
+
+namespace dl::sim {
+
+enum class Policy { fifo_backfill, dl };
+
+// "fifo-backfill" or "dl"; throws InputError otherwise.
+Policy parse_policy(std::string_view name);
+std::string_view to_string(Policy policy);
+
+struct Options {
+  Policy policy = Policy::dl;
+  std::uint32_t nodes = 100;
+  std::uint32_t gpus_per_node = 4;
+  std::uint32_t nodes_per_switch = 0;  // 0: no leaf switches
+  double limit_factor = 3;             // time limit = duration x U(1, limit_factor)
+  std::uint64_t seed = 1;              // for the time limits
+  double restore_s = 60;
+  double ckpt_every_s = 600;
+  double grace_s = 120;
+  double bf_interval_s = 30;
+  std::uint32_t bf_depth = 500;
+  double bf_window_s = 86400;
+  double bf_resolution_s = 60;
+  // Slurm holds a requeued job for the credential lifetime (AuthInfo cred_expire,
+  // 120 s by default) plus one second before it may start again.
+  double requeue_delay_s = 121;
+  PriorityParams priority;  // dl: weights, aging and the preemption margin
+};
+
+struct Result {
+  std::size_t jobs = 0;
+  double avg_jct_s = 0;
+  double p50_jct_s = 0;
+  double p95_jct_s = 0;
+  double avg_queue_s = 0;              // submit to first start
+  double gpu_util = 0;                 // GPU-seconds of the trace / (cluster GPUs x makespan)
+  double makespan_s = 0;               // first submit to last completion
+  std::uint64_t split_small_jobs = 0;  // gangs of <= G GPUs placed over several nodes
+  std::uint64_t preemptions = 0;
+  double lost_gpu_s = 0;
+};
+
+class Simulator {
+ public:
+  // Throws InputError for options out of range and for a job that can never run on
+  // the cluster.
+  Simulator(std::vector<TraceJob> trace, const Options& options);
+  ~Simulator();
+  Simulator(const Simulator&) = delete;
+  Simulator& operator=(const Simulator&) = delete;
+
+  Result run();
+  // Processes every event up to time t (seconds of the trace).
+  void run_until(double t);
+
+  // The main scheduler's next decision at the current time: the job at the head of
+  // the queue and the GPUs it starts on, after stopping `victims`; `alloc` is empty
+  // when the head has to wait. Changes nothing.
+  struct Decision {
+    std::optional<std::uint64_t> job;
+    std::vector<std::uint64_t> victims;
+    std::vector<std::pair<std::uint32_t, std::uint32_t>> alloc;  // (node, GPUs)
+  };
+  Decision decide() const;
+
+  std::size_t pending() const;
+  std::size_t running() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+inline Result simulate(std::vector<TraceJob> trace, const Options& options) {
+  return Simulator(std::move(trace), options).run();
+}
+
+}  // namespace dl::sim

@@ -1,0 +1,115 @@
+#include "core/preempt.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+
+#include "core/error.h"
+
+namespace dl {
+namespace {
+
+using std::chrono::seconds;
+
+TEST(Preempt, TimeSinceTheLastCheckpoint) {
+  EXPECT_DOUBLE_EQ(seconds_since_checkpoint(1000, std::nullopt), 1000);
+  EXPECT_DOUBLE_EQ(seconds_since_checkpoint(1000, 600.0), 400);
+  EXPECT_DOUBLE_EQ(seconds_since_checkpoint(1200, 600.0), 0);
+  EXPECT_DOUBLE_EQ(seconds_since_checkpoint(-3, 600.0), 0);
+}
+
+TEST(Preempt, VictimOrderIsPreemptibleOnlyLeastLostWorkFirst) {
+  const auto order = victim_order({
+      {1, 8, 100, true},  // 800 GPU-s
+      {2, 1, 500, true},  // 500
+      {3, 2, 10, false},  // not preemptible
+      {4, 4, 125, true},  // 500, more GPUs than job 2
+      {5, 1, 500, true},  // 500, same as job 2, newer
+  });
+  ASSERT_EQ(order.size(), 4u);
+  EXPECT_EQ(order[0].id, 5u);
+  EXPECT_EQ(order[1].id, 2u);
+  EXPECT_EQ(order[2].id, 4u);
+  EXPECT_EQ(order[3].id, 1u);
+}
+
+TEST(Preempt, VictimRankSortsLikeLostWork) {
+  EXPECT_EQ(victim_rank(0), 0);
+  EXPECT_EQ(victim_rank(-1), 0);
+  EXPECT_LT(victim_rank(10), victim_rank(11));
+  EXPECT_LT(victim_rank(1e6), victim_rank(1.01e6));
+  EXPECT_EQ(victim_rank(1e300), 65535);
+}
+
+// Nodes with free GPUs; the preemptor needs `need` GPUs on one node.
+class OneNodeTrial : public VictimTrial {
+ public:
+  OneNodeTrial(std::map<std::uint64_t, std::uint32_t> node_of, std::uint32_t need)
+      : node_of_(std::move(node_of)), need_(need) {}
+  void release(const VictimCandidate& v) override { free_[node_of_.at(v.id)] += v.gpus; }
+  void take_back(const VictimCandidate& v) override { free_[node_of_.at(v.id)] -= v.gpus; }
+  bool preemptor_fits() const override {
+    for (const auto& [node, f] : free_) {
+      if (f >= need_) return true;
+    }
+    return false;
+  }
+  std::map<std::uint32_t, std::uint32_t> free_;
+
+ private:
+  std::map<std::uint64_t, std::uint32_t> node_of_;
+  std::uint32_t need_;
+};
+
+TEST(Preempt, ChooseVictimsTakesTheCheapestThatMakeRoom) {
+  // Node 0 runs jobs 1 (2 GPUs, cheap) and 2 (2 GPUs, dear); node 1 runs job 3 (4 GPUs).
+  OneNodeTrial trial({{1, 0}, {2, 0}, {3, 1}}, 4);
+  const auto victims =
+      choose_victims({{1, 2, 10, true}, {2, 2, 1000, true}, {3, 4, 400, true}}, trial);
+  // In order: 1 (20 GPU-s) does not make room, 3 (1600) does; 1 was not needed.
+  ASSERT_EQ(victims.size(), 1u);
+  EXPECT_EQ(victims[0].id, 3u);
+  EXPECT_EQ(trial.free_[0], 0u);
+  EXPECT_EQ(trial.free_[1], 4u);
+}
+
+TEST(Preempt, ChooseVictimsLeavesTheTrialAloneWhenNothingMakesRoom) {
+  OneNodeTrial trial({{1, 0}, {2, 1}}, 4);
+  const auto victims =
+      choose_victims({{1, 2, 10, true}, {2, 2, 10, true}, {3, 4, 1, false}}, trial);
+  EXPECT_TRUE(victims.empty());
+  EXPECT_EQ(trial.free_[0], 0u);
+  EXPECT_EQ(trial.free_[1], 0u);
+  EXPECT_TRUE(choose_victims({}, trial).empty());
+}
+
+TEST(Preempt, OutranksNeedsTheMargin) {
+  PriorityParams p;
+  p.preempt_margin = 100;
+  EXPECT_TRUE(outranks(1100, 1000, p));
+  EXPECT_FALSE(outranks(1099, 1000, p));
+}
+
+TEST(Preempt, WarnTimeIsGracePlusThirtySeconds) {
+  EXPECT_EQ(warn_time(seconds(120)), seconds(150));
+  EXPECT_EQ(warn_time(seconds(65505)), seconds(65535));
+  try {
+    warn_time(seconds(65506));
+    FAIL() << "accepted";
+  } catch (const InputError& e) {
+    EXPECT_STREQ(e.what(),
+                 "--dl-grace=18h11m46s: a preemptible job's grace must be at most 65505s "
+                 "(Slurm's --signal time is at most 65535s and slurm-dl adds 30s)");
+  }
+}
+
+TEST(Preempt, TimeMinIsFourWarnTimesInWholeMinutes) {
+  EXPECT_EQ(backfill_time_min(seconds(120), std::nullopt), seconds(600));
+  EXPECT_EQ(backfill_time_min(seconds(10), std::nullopt), seconds(180));  // 160 s -> 3 min
+  EXPECT_EQ(backfill_time_min(seconds(120), seconds(3600)), seconds(600));
+  EXPECT_FALSE(backfill_time_min(seconds(120), seconds(600)));
+  EXPECT_FALSE(backfill_time_min(seconds(120), seconds(300)));
+}
+
+}  // namespace
+}  // namespace dl

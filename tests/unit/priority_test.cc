@@ -1,0 +1,125 @@
+#include "core/priority.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <random>
+#include <vector>
+
+#include "core/error.h"
+
+namespace dl {
+namespace {
+
+using std::chrono::seconds;
+
+std::string error_of(std::string_view text) {
+  try {
+    parse_priority_params(text);
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "(accepted)";
+}
+
+TEST(Priority, DefaultsAndEveryKey) {
+  const auto d = parse_priority_params("");
+  EXPECT_EQ(d.las_weight, 100000u);
+  EXPECT_EQ(d.age_weight, 100000u);
+  EXPECT_EQ(d.service_unit, seconds(3600));
+  EXPECT_EQ(d.levels, 20u);
+  EXPECT_EQ(d.age_period, seconds(3 * 86400));
+  EXPECT_EQ(d.interval, seconds(30));
+  EXPECT_FALSE(d.preempt_margin);
+  EXPECT_DOUBLE_EQ(d.margin(), 25000);
+
+  const auto p = parse_priority_params(
+      "las_weight=1000,age_weight=2000,service_unit=1m,levels=10,age_period=2h,interval=5s,"
+      "preempt_margin=300");
+  EXPECT_EQ(p.las_weight, 1000u);
+  EXPECT_EQ(p.age_weight, 2000u);
+  EXPECT_EQ(p.service_unit, seconds(60));
+  EXPECT_EQ(p.levels, 10u);
+  EXPECT_EQ(p.age_period, seconds(7200));
+  EXPECT_EQ(p.interval, seconds(5));
+  EXPECT_DOUBLE_EQ(p.margin(), 300);
+}
+
+TEST(Priority, BadParametersAreRejectedWithTheKey) {
+  EXPECT_EQ(error_of("bogus=1"),
+            "priority parameter 'bogus=1': unknown key 'bogus' (expected las_weight, age_weight, "
+            "service_unit, levels, age_period, interval or preempt_margin)");
+  EXPECT_EQ(error_of("levels"), "priority parameter 'levels': expected key=value");
+  EXPECT_EQ(error_of("levels=0"), "levels=0: expected a whole number from 1 to 1000");
+  EXPECT_EQ(error_of("interval=2h"),
+            "interval=2h: expected a duration such as 90s, 30m or 2h, from 1s to 1h");
+  EXPECT_EQ(error_of("las_weight=600000000,age_weight=600000000"),
+            "priority parameters: las_weight + age_weight = 1200000000 exceeds 1000000000 "
+            "(Slurm priorities are 32-bit)");
+}
+
+TEST(Priority, LeastAttainedServiceFirst) {
+  const PriorityParams p;
+  EXPECT_DOUBLE_EQ(las_points(0, p), 100000);
+  EXPECT_DOUBLE_EQ(las_points(3600, p), 100000 * (1 - 1.0 / 20));      // one level
+  EXPECT_DOUBLE_EQ(las_points(3 * 3600, p), 100000 * (1 - 2.0 / 20));  // two levels
+  EXPECT_DOUBLE_EQ(las_points(1e30, p), 0);                            // floor
+  EXPECT_GT(las_points(60, p), las_points(120, p));
+}
+
+TEST(Priority, AgingIsLinearAndUncapped) {
+  const PriorityParams p;
+  EXPECT_DOUBLE_EQ(age_points(0, p), 0);
+  EXPECT_DOUBLE_EQ(age_points(3 * 86400, p), 100000);
+  EXPECT_DOUBLE_EQ(age_points(6 * 86400, p), 200000);
+  EXPECT_DOUBLE_EQ(age_points(-5, p), 0);
+}
+
+TEST(Priority, AJobThatHasWaitedAnAgePeriodOutranksEveryNewcomer) {
+  const PriorityParams p;
+  const double starved = priority_points(1e12, 3.0 * 86400, p);  // huge service, old
+  EXPECT_GE(starved, priority_points(0, 0, p));
+}
+
+TEST(Priority, AJobThatUsedMoreGpuTimeRanksBelowANewOne) {
+  const PriorityParams p;
+  EXPECT_LT(site_factor(2 * 120, 60, p), site_factor(0, 0, p));
+}
+
+TEST(Priority, SiteFactorRoundsAndCaps) {
+  const PriorityParams p;
+  EXPECT_EQ(site_factor(0, 0, p), 100000u);
+  EXPECT_EQ(site_factor(0, 1e15, p), 2000000000u);
+}
+
+TEST(Priority, QueueKeyKeepsTheOrderOfPendingJobs) {
+  const PriorityParams p;
+  std::mt19937_64 rng(7);
+  struct J {
+    double attained, eligible, waited;
+  };
+  std::vector<J> jobs;
+  for (int i = 0; i < 200; ++i) {
+    jobs.push_back({static_cast<double>(rng() % 1000000), static_cast<double>(rng() % 500000),
+                    static_cast<double>(rng() % 100000)});
+  }
+  for (const double now : {500000.0, 900000.0, 5e6}) {
+    auto by_key = jobs;
+    auto by_points = jobs;
+    std::sort(by_key.begin(), by_key.end(), [&](const J& a, const J& b) {
+      return queue_key(a.attained, a.eligible - a.waited, p) >
+             queue_key(b.attained, b.eligible - b.waited, p);
+    });
+    std::sort(by_points.begin(), by_points.end(), [&](const J& a, const J& b) {
+      return priority_points(a.attained, a.waited + now - a.eligible, p) >
+             priority_points(b.attained, b.waited + now - b.eligible, p);
+    });
+    for (std::size_t i = 0; i < jobs.size(); ++i) {
+      EXPECT_DOUBLE_EQ(by_key[i].attained, by_points[i].attained) << i;
+      EXPECT_DOUBLE_EQ(by_key[i].eligible, by_points[i].eligible) << i;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace dl
