@@ -48,8 +48,11 @@ std::uint32_t usable_nodes(const Capacity& c, std::uint32_t gpus, bool one_switc
 }
 
 std::string option_of(const Gang& gang) {
-  if (gang.elastic) return fmt::format("--dl-elastic={}:{}", gang.elastic->min, gang.elastic->max);
-  return fmt::format("--dl-gpus={}", gang.gpus);
+  std::string o = gang.elastic
+                      ? fmt::format("--dl-elastic={}:{}", gang.elastic->min, gang.elastic->max)
+                      : fmt::format("--dl-gpus={}", gang.gpus);
+  if (gang.nodes) o += fmt::format(" with -N {}", *gang.nodes);
+  return o;
 }
 
 std::string kind_of(const Gang& gang) {
@@ -63,8 +66,10 @@ std::optional<std::string> largest_that_runs(const Gang& gang, const Capacity& c
   for (std::uint64_t g = top; g >= 1; --g) {
     Gang smaller = gang;
     smaller.gpus = static_cast<std::uint32_t>(g);
-    if (gang.elastic)
+    if (gang.nodes && *gang.nodes > g) continue;
+    if (gang.elastic) {
       smaller.elastic = Elastic{std::min(gang.elastic->min, smaller.gpus), smaller.gpus};
+    }
     const Shape s = shape_gang(smaller, c);
     if (can_ever_run(s, c)) return fmt::format("{} GPUs ({})", g, s.layout());
   }
@@ -102,14 +107,27 @@ bool Shape::operator==(const Shape& o) const {
 
 std::optional<Gang> Gang::of(const Spec& spec) {
   if (!spec.gpus) return std::nullopt;
-  return Gang{*spec.gpus, spec.placement, spec.elastic};
+  return Gang{*spec.gpus, spec.placement, spec.elastic, std::nullopt};
 }
 
 Shape shape_gang(const Gang& gang, const Capacity& c) {
   const std::uint32_t per_node = c.gpus_per_node();
-  if (per_node == 0)
+  if (per_node == 0) {
     throw ShapeError(fmt::format("{}: the partition has no GPUs", option_of(gang)));
+  }
   const bool one_switch = gang.placement == Placement::leaf_switch;
+  if (gang.nodes) {
+    const std::uint32_t n = *gang.nodes;
+    if (n == 0 || n > gang.gpus) {
+      throw InputError(fmt::format("{}: expected 1 to {} nodes, at least one GPU on each",
+                                   option_of(gang), gang.gpus));
+    }
+    Shape s;
+    s.nodes_min = s.nodes_max = n;
+    s.gpus_per_node = ceil_div(gang.gpus, n);
+    s.one_switch = one_switch && n > 1;
+    return s;
+  }
   if (gang.elastic) {
     if (gang.placement == Placement::spread) {
       throw InputError(fmt::format(

@@ -11,6 +11,8 @@
 //   elastic MIN:MAX GPUs become a node range of whole nodes, ceil(MIN/G)-ceil(MAX/G)
 //           x G, exclusive (capped at the nodes the partition has); a range whose
 //           MAX fits one node is shaped as a pack gang of MAX GPUs.
+//   -N n    a node count the user gave fixes the nodes: the gang is split evenly,
+//           ceil(N/n) GPUs on each of the n nodes (under one switch for `switch`).
 // G is the GPU count of the partition's largest node.
 #pragma once
 
@@ -57,6 +59,7 @@ struct Gang {
   std::uint32_t gpus = 0;
   Placement placement = Placement::pack;
   std::optional<Elastic> elastic;
+  std::optional<std::uint32_t> nodes;  // -N given by the user
 
   // nullopt for a spec that asks for no GPUs.
   static std::optional<Gang> of(const Spec& spec);
@@ -70,8 +73,8 @@ class ShapeError : public InputError {
 };
 
 // The shape by the rules above, for a partition with `capacity`. Throws InputError
-// for a combination the rules do not define (elastic with spread) and ShapeError for
-// a partition without GPUs.
+// for a combination the rules do not define (elastic with spread, more nodes than
+// GPUs) and ShapeError for a partition without GPUs.
 Shape shape_gang(const Gang& gang, const Capacity& capacity);
 
 // Whether the shape could run in the partition when it is empty (at its node minimum).

@@ -287,7 +287,8 @@ struct Simulator::Impl {
       if (o.policy == Policy::dl) {
         Shape s;
         try {
-          s = fit_gang(Gang{t.gpus, Placement::pack, std::nullopt}, capacity, "dl-sim");
+          s = fit_gang(Gang{t.gpus, Placement::pack, std::nullopt, std::nullopt}, capacity,
+                       "dl-sim");
         } catch (const InputError& e) {
           throw InputError(fmt::format("job {}: {}", t.id, e.what()));
         }

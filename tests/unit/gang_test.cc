@@ -15,7 +15,7 @@ Capacity nodes(std::uint32_t n, std::uint32_t gpus, std::uint32_t per_switch = 0
   return c;
 }
 
-Gang pack(std::uint32_t gpus) { return {gpus, Placement::pack, std::nullopt}; }
+Gang pack(std::uint32_t gpus) { return {gpus, Placement::pack, std::nullopt, std::nullopt}; }
 
 Shape shape(std::uint32_t nmin, std::uint32_t nmax, std::uint32_t per, bool excl, bool sw) {
   Shape s;
@@ -50,34 +50,34 @@ TEST(Gang, PackGivesALargeGangWholeNodesNeverRagged) {
 }
 
 TEST(Gang, SpreadUsesAsManyNodesAsThePartitionHasEvenly) {
-  const Gang g4{4, Placement::spread, std::nullopt};
+  const Gang g4{4, Placement::spread, std::nullopt, std::nullopt};
   EXPECT_EQ(shape_gang(g4, nodes(4, 2)), shape(4, 4, 1, false, false));
-  const Gang g6{6, Placement::spread, std::nullopt};
+  const Gang g6{6, Placement::spread, std::nullopt, std::nullopt};
   EXPECT_EQ(shape_gang(g6, nodes(4, 2)), shape(3, 3, 2, false, false));
-  const Gang g2{2, Placement::spread, std::nullopt};
+  const Gang g2{2, Placement::spread, std::nullopt, std::nullopt};
   EXPECT_EQ(shape_gang(g2, nodes(8, 8)), shape(2, 2, 1, false, false));
 }
 
 TEST(Gang, SwitchAsksForOneLeafOnlyWhenItSpansNodes) {
-  const Gang big{16, Placement::leaf_switch, std::nullopt};
+  const Gang big{16, Placement::leaf_switch, std::nullopt, std::nullopt};
   EXPECT_EQ(shape_gang(big, nodes(8, 8, 4)), shape(2, 2, 8, true, true));
-  const Gang small{4, Placement::leaf_switch, std::nullopt};
+  const Gang small{4, Placement::leaf_switch, std::nullopt, std::nullopt};
   EXPECT_EQ(shape_gang(small, nodes(8, 8, 4)), shape(1, 1, 4, false, false));
 }
 
 TEST(Gang, ElasticBecomesANodeRangeOfWholeNodes) {
-  const Gang e{32, Placement::pack, Elastic{8, 32}};
+  const Gang e{32, Placement::pack, Elastic{8, 32}, std::nullopt};
   EXPECT_EQ(shape_gang(e, nodes(8, 8)), shape(1, 4, 8, true, false));
-  const Gang odd{24, Placement::pack, Elastic{9, 24}};
+  const Gang odd{24, Placement::pack, Elastic{9, 24}, std::nullopt};
   EXPECT_EQ(shape_gang(odd, nodes(8, 8)), shape(2, 3, 8, true, false));
-  const Gang one{6, Placement::pack, Elastic{2, 6}};
+  const Gang one{6, Placement::pack, Elastic{2, 6}, std::nullopt};
   EXPECT_EQ(shape_gang(one, nodes(8, 8)), shape(1, 1, 6, false, false));
-  const Gang sw{16, Placement::leaf_switch, Elastic{8, 16}};
+  const Gang sw{16, Placement::leaf_switch, Elastic{8, 16}, std::nullopt};
   EXPECT_EQ(shape_gang(sw, nodes(8, 8, 4)), shape(1, 2, 8, true, true));
 }
 
 TEST(Gang, ElasticWithSpreadIsAConflict) {
-  const Gang e{8, Placement::spread, Elastic{4, 8}};
+  const Gang e{8, Placement::spread, Elastic{4, 8}, std::nullopt};
   try {
     shape_gang(e, nodes(4, 2));
     FAIL() << "accepted";
@@ -89,7 +89,7 @@ TEST(Gang, ElasticWithSpreadIsAConflict) {
 }
 
 TEST(Gang, ElasticNodeMaximumIsCappedAtThePartition) {
-  const Gang e{64, Placement::pack, Elastic{8, 64}};
+  const Gang e{64, Placement::pack, Elastic{8, 64}, std::nullopt};
   const Shape s = fit_gang(e, nodes(4, 8), "gpu");
   EXPECT_EQ(s, shape(1, 4, 8, true, false));
 }
@@ -101,27 +101,47 @@ TEST(Gang, ImpossibleShapesNameTheLargestThatRuns) {
   EXPECT_EQ(shape_error(pack(16), nodes(1, 8)),
             "--dl-gpus=16: a pack gang of 2x8 whole nodes can never run in partition gpu "
             "(1 node x 8 GPUs); the largest pack gang there is 8 GPUs (1x8)");
-  const Gang sp{9, Placement::spread, std::nullopt};
+  const Gang sp{9, Placement::spread, std::nullopt, std::nullopt};
   EXPECT_EQ(shape_error(sp, nodes(4, 2)),
             "--dl-gpus=9: a spread gang of 3x3 GPUs can never run in partition gpu "
             "(4 nodes x 2 GPUs); the largest spread gang there is 8 GPUs (4x2)");
-  const Gang el{32, Placement::pack, Elastic{24, 32}};
+  const Gang el{32, Placement::pack, Elastic{24, 32}, std::nullopt};
   EXPECT_EQ(shape_error(el, nodes(2, 8)),
             "--dl-elastic=24:32: an elastic gang of 3-4x8 whole nodes can never run in partition "
             "gpu (2 nodes x 8 GPUs); the largest elastic gang there is 16 GPUs (2x8)");
 }
 
 TEST(Gang, SwitchNeedsALeafWithEnoughNodes) {
-  const Gang g{24, Placement::leaf_switch, std::nullopt};
+  const Gang g{24, Placement::leaf_switch, std::nullopt, std::nullopt};
   EXPECT_EQ(shape_error(g, nodes(4, 8, 2)),
             "--dl-gpus=24: a switch gang of 3x8 whole nodes can never run in partition gpu "
             "(4 nodes x 8 GPUs), at most 2 such nodes under one leaf switch; the largest switch "
             "gang there is 16 GPUs (2x8)");
-  EXPECT_EQ(shape_error(Gang{16, Placement::leaf_switch, std::nullopt}, nodes(4, 8)),
+  EXPECT_EQ(shape_error(Gang{16, Placement::leaf_switch, std::nullopt, std::nullopt}, nodes(4, 8)),
             "--dl-gpus=16: a switch gang of 2x8 whole nodes can never run in partition gpu "
             "(4 nodes x 8 GPUs), which has no leaf switches (TopologyPlugin=topology/tree); the "
             "largest switch gang there is 8 GPUs (1x8)");
   EXPECT_EQ(fit_gang(g, nodes(8, 8, 4), "gpu"), shape(3, 3, 8, true, true));
+}
+
+TEST(Gang, AnExplicitNodeCountSplitsTheGangEvenly) {
+  Gang g = pack(4);
+  g.nodes = 2;
+  EXPECT_EQ(shape_gang(g, nodes(4, 2)), shape(2, 2, 2, false, false));
+  Gang sp{4, Placement::spread, std::nullopt, 2};
+  EXPECT_EQ(shape_gang(sp, nodes(4, 2)), shape(2, 2, 2, false, false));
+  Gang el{8, Placement::pack, Elastic{4, 8}, 4};
+  EXPECT_EQ(shape_gang(el, nodes(4, 2)), shape(4, 4, 2, false, false));
+  Gang sw{6, Placement::leaf_switch, std::nullopt, 3};
+  EXPECT_EQ(shape_gang(sw, nodes(4, 2, 2)), shape(3, 3, 2, false, true));
+  Gang wide = pack(2);
+  wide.nodes = 3;
+  EXPECT_THROW(shape_gang(wide, nodes(4, 2)), InputError);
+  Gang tight = pack(8);
+  tight.nodes = 2;
+  EXPECT_EQ(shape_error(tight, nodes(4, 2)),
+            "--dl-gpus=8 with -N 2: a pack gang of 2x4 GPUs can never run in partition gpu (4 "
+            "nodes x 2 GPUs); the largest pack gang there is 4 GPUs (2x2)");
 }
 
 TEST(Gang, MixedNodesUseTheLargestAndCountOnlyNodesThatHaveIt) {
@@ -134,7 +154,8 @@ TEST(Gang, MixedNodesUseTheLargestAndCountOnlyNodesThatHaveIt) {
             "--dl-gpus=24: a pack gang of 3x8 whole nodes can never run in partition gpu (5 "
             "nodes, 24 GPUs); the largest pack gang there is 16 GPUs (2x8)");
   // Spread counts the nodes that have GPUs at all.
-  EXPECT_EQ(shape_gang(Gang{4, Placement::spread, std::nullopt}, c), shape(4, 4, 1, false, false));
+  EXPECT_EQ(shape_gang(Gang{4, Placement::spread, std::nullopt, std::nullopt}, c),
+            shape(4, 4, 1, false, false));
 }
 
 TEST(Gang, APartitionWithoutGpusRejectsEveryGang) {
@@ -147,11 +168,11 @@ TEST(Gang, DescribeIsTheCommentSummary) {
   const auto c = nodes(4, 8, 2);
   EXPECT_EQ(describe(pack(16), shape_gang(pack(16), c), true), "dl: 16 GPUs as 2x8, preemptible");
   EXPECT_EQ(describe(pack(4), shape_gang(pack(4), c), false), "dl: 4 GPUs as 1x4");
-  const Gang sp{4, Placement::spread, std::nullopt};
+  const Gang sp{4, Placement::spread, std::nullopt, std::nullopt};
   EXPECT_EQ(describe(sp, shape_gang(sp, c), false), "dl: 4 GPUs as 4x1 spread");
-  const Gang sw{16, Placement::leaf_switch, std::nullopt};
+  const Gang sw{16, Placement::leaf_switch, std::nullopt, std::nullopt};
   EXPECT_EQ(describe(sw, shape_gang(sw, c), false), "dl: 16 GPUs as 2x8 on one switch");
-  const Gang el{32, Placement::pack, Elastic{8, 32}};
+  const Gang el{32, Placement::pack, Elastic{8, 32}, std::nullopt};
   EXPECT_EQ(describe(el, fit_gang(el, c, "gpu"), true),
             "dl: 8-32 GPUs as 1-4x8, elastic, preemptible");
 }

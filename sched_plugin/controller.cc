@@ -1,0 +1,100 @@
+#include "sched_plugin/controller.h"
+
+#include <fmt/format.h>
+
+#include <cstring>
+#include <mutex>
+
+namespace dl::sched {
+
+EnvLookup env_of(char** env, std::uint32_t size) {
+  return [env, size](const std::string& name) -> std::optional<std::string> {
+    for (std::uint32_t i = 0; env && i < size; ++i) {
+      const char* kv = env[i];
+      if (kv && std::strncmp(kv, name.c_str(), name.size()) == 0 && kv[name.size()] == '=') {
+        return std::string(kv + name.size() + 1);
+      }
+    }
+    return std::nullopt;
+  };
+}
+
+std::optional<Spec> spec_of(const job_record_t* job) {
+  return spec_from_env(env_of(job->spank_job_env, job->spank_job_env_size));
+}
+
+std::optional<std::string> spec_value(const job_record_t* job, const char* name) {
+  return env_of(job->spank_job_env, job->spank_job_env_size)(name);
+}
+
+Capacity capacity_of(const part_record_t* part) {
+  Capacity c;
+  if (!part || !part->node_bitmap) return c;
+  // Node index in the table -> index in the partition.
+  std::vector<std::int64_t> local(node_record_count, -1);
+  node_record_t* node = nullptr;
+  for (int i = 0; (node = next_node(&i)); ++i) {
+    if (!bit_test(part->node_bitmap, node->index)) continue;
+    local[node->index] = static_cast<std::int64_t>(c.node_gpus.size());
+    c.node_gpus.push_back(static_cast<std::uint32_t>(
+        gres_node_config_cnt(node->gres_list, const_cast<char*>("gpu"))));
+  }
+  for (int s = 0; s < switch_record_cnt; ++s) {
+    const switch_record_t& sw = switch_record_table[s];
+    if (sw.level != 0 || !sw.node_bitmap) continue;
+    std::vector<std::uint32_t> leaf;
+    for (int n = 0; n < node_record_count; ++n) {
+      if (local[n] >= 0 && bit_test(sw.node_bitmap, n)) {
+        leaf.push_back(static_cast<std::uint32_t>(local[n]));
+      }
+    }
+    if (!leaf.empty()) c.leaf_switches.push_back(std::move(leaf));
+  }
+  return c;
+}
+
+std::uint32_t allocated_gpus(const job_record_t* job) {
+  std::uint64_t gpus = 0;
+  if (!job->gres_list_alloc) return 0;
+  ListIterator it = list_iterator_create(job->gres_list_alloc);
+  while (auto* state = static_cast<gres_state_t*>(list_next(it))) {
+    if (state->gres_name && std::strcmp(state->gres_name, "gpu") == 0 && state->gres_data) {
+      gpus += static_cast<gres_job_state_t*>(state->gres_data)->total_gres;
+    }
+  }
+  list_iterator_destroy(it);
+  return static_cast<std::uint32_t>(std::min<std::uint64_t>(gpus, UINT32_MAX));
+}
+
+double run_seconds(const job_record_t* job, std::time_t now) {
+  if (job->start_time == 0) return 0;
+  return std::max<double>(0, static_cast<double>(now - job->start_time - job->tot_sus_time));
+}
+
+std::optional<std::chrono::seconds> time_limit(std::uint32_t minutes, const part_record_t* part) {
+  if (minutes == NO_VAL && part) {
+    minutes = part->default_time != NO_VAL ? part->default_time : part->max_time;
+  }
+  if (minutes == NO_VAL || minutes == INFINITE) return std::nullopt;
+  return std::chrono::seconds(std::int64_t{minutes} * 60);
+}
+
+PriorityParams site_params() {
+  static std::mutex lock;
+  static PriorityParams params;
+  static std::time_t parsed_at = -1;
+  const std::lock_guard<std::mutex> hold(lock);
+  if (parsed_at != slurm_conf.last_update) {
+    params =
+        parse_priority_params(slurm_conf.site_factor_params ? slurm_conf.site_factor_params : "");
+    parsed_at = slurm_conf.last_update;
+  }
+  return params;
+}
+
+bool site_factor_is_dl() {
+  return slurm_conf.site_factor_plugin &&
+         std::strcmp(slurm_conf.site_factor_plugin, "site_factor/dl") == 0;
+}
+
+}  // namespace dl::sched

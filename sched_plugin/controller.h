@@ -1,0 +1,48 @@
+// What the plugins read from slurmctld's records, in the core's terms. Callers hold
+// the locks slurmctld holds for the hook they are in (read locks on jobs, nodes and
+// partitions at least).
+#pragma once
+
+#include <cstdint>
+#include <ctime>
+#include <optional>
+#include <string>
+
+#include "core/gang.h"
+#include "core/priority.h"
+#include "core/spec.h"
+#include "sched_plugin/slurmctld_api.h"
+
+namespace dl::sched {
+
+// A lookup over a SPANK job environment ("NAME=value" strings), as job_desc_msg_t and
+// job_record_t carry it.
+EnvLookup env_of(char** env, std::uint32_t size);
+
+// The job's DL spec; nullopt for a job without one. Throws InputError on a malformed
+// spec (the SPANK plugin writes a valid one).
+std::optional<Spec> spec_of(const job_record_t* job);
+
+// One variable of the job's spec, without parsing the rest (hot paths).
+std::optional<std::string> spec_value(const job_record_t* job, const char* name);
+
+// The GPUs of each node of the partition and its leaf switches (topology/tree).
+Capacity capacity_of(const part_record_t* part);
+
+// GPUs allocated to a running job.
+std::uint32_t allocated_gpus(const job_record_t* job);
+
+// Seconds the job has run since it last started (suspended time excluded).
+double run_seconds(const job_record_t* job, std::time_t now);
+
+// The partition's limit for a job that gave none, or the job's; nullopt: infinite.
+std::optional<std::chrono::seconds> time_limit(std::uint32_t minutes, const part_record_t* part);
+
+// PrioritySiteFactorParameters, parsed once per configuration (slurm_conf.last_update).
+PriorityParams site_params();
+
+// Whether site_factor/dl computes the jobs' site factors (the preempt plugin compares
+// them only then).
+bool site_factor_is_dl();
+
+}  // namespace dl::sched

@@ -1,0 +1,189 @@
+// job_submit/dl: turns a DL request (the spec the SPANK plugin put into the job's
+// SPANK environment) into the native shape at submit time, with the settings a
+// preemptible job needs, and rejects what can never run. See dl-sched(8).
+#include <fmt/format.h>
+
+#include <csignal>
+
+#include "config.h"
+#include "core/error.h"
+#include "core/gang.h"
+#include "core/preempt.h"
+#include "core/spec.h"
+#include "core/tres.h"
+#include "sched_plugin/controller.h"
+#include "sched_plugin/guard.h"
+
+namespace dl::sched {
+namespace {
+
+std::string_view str(const char* s) { return s ? std::string_view(s) : std::string_view(); }
+
+void set_string(char*& field, const std::string& value) {
+  xfree(field);
+  if (!value.empty()) field = xstrdup(value.c_str());
+}
+
+// The partitions the job may run in: the ones it names, or the default one.
+std::vector<part_record_t*> partitions_of(const job_desc_msg_t* job) {
+  std::vector<part_record_t*> parts;
+  if (!job->partition) {
+    if (default_part_loc) parts.push_back(default_part_loc);
+    return parts;
+  }
+  const std::string list(job->partition);
+  std::size_t start = 0;
+  while (start <= list.size()) {
+    const auto comma = std::min(list.find(',', start), list.size());
+    std::string name = list.substr(start, comma - start);
+    if (auto* part = find_part_record(name.data())) parts.push_back(part);
+    start = comma + 1;
+  }
+  return parts;
+}
+
+// The shape in the first of the job's partitions where it can run; the error for
+// the first partition when it can run in none.
+Shape fit(const Gang& gang, const std::vector<part_record_t*>& parts) {
+  std::optional<ShapeError> first;
+  for (auto* part : parts) {
+    try {
+      return fit_gang(gang, capacity_of(part), part->name);
+    } catch (const ShapeError& e) {
+      if (!first) first = e;
+    }
+  }
+  throw *first;
+}
+
+void apply_shape(job_desc_msg_t* job, const Shape& shape) {
+  job->min_nodes = shape.nodes_min;
+  job->max_nodes = shape.nodes_max;
+  // The shape replaces every GPU request the job had; other GRES stay.
+  set_string(job->tres_per_job, without_gpus(str(job->tres_per_job)));
+  set_string(job->tres_per_socket, without_gpus(str(job->tres_per_socket)));
+  set_string(job->tres_per_task, without_gpus(str(job->tres_per_task)));
+  std::string per_node = fmt::format("gres:gpu:{}", shape.gpus_per_node);
+  if (const auto rest = without_gpus(str(job->tres_per_node)); !rest.empty()) {
+    per_node += "," + rest;
+  }
+  set_string(job->tres_per_node, per_node);
+  if (shape.exclusive) job->shared = JOB_SHARED_NONE;
+  if (shape.one_switch) {
+    job->req_switch = 1;
+    // Slurm caps the wait at SchedulerParameters=max_switch_wait (300 s by default),
+    // then starts the job on any nodes.
+    job->wait4switch = 86400;
+  }
+}
+
+// --dl-preemptible: Slurm may requeue the job; its steps hear about the end
+// warn_time before it (SIGUSR2, not to the batch shell) so the launcher checkpoints;
+// and backfill may start it in any hole of at least time_min.
+void apply_preemptible(job_desc_msg_t* job, const Spec& spec,
+                       std::optional<std::chrono::seconds> limit) {
+  job->requeue = 1;
+  job->warn_signal = SIGUSR2;
+  job->warn_flags = 0;
+  job->warn_time = static_cast<std::uint16_t>(warn_time(spec.grace).count());
+  if (const auto tm = backfill_time_min(spec.grace, limit)) {
+    job->time_min = static_cast<std::uint32_t>(tm->count() / 60);
+  }
+}
+
+int submit(job_desc_msg_t* job, char** err_msg) {
+  const auto reject = [&](int code, const std::string& message) {
+    *err_msg = xstrdup(message.c_str());
+    info("dl: job_submit: rejected a job of uid %u: %s", job->user_id, message.c_str());
+    return code;
+  };
+  try {
+    const auto spec = spec_from_env(env_of(job->spank_job_env, job->spank_job_env_size));
+    if (!spec) return SLURM_SUCCESS;
+    const auto parts = partitions_of(job);
+    // Without a partition Slurm rejects the job with its own message.
+    if (parts.empty()) return SLURM_SUCCESS;
+    const auto limit = time_limit(job->time_limit, parts.front());
+    const std::uint32_t nodes = job->min_nodes != NO_VAL && job->min_nodes > 0 ? job->min_nodes : 0;
+    const std::uint32_t tasks = job->num_tasks != NO_VAL ? job->num_tasks : 0;
+    check_against_request(
+        *spec, {limit, requested_gpus({str(job->tres_per_job), str(job->tres_per_node),
+                                       str(job->tres_per_socket), str(job->tres_per_task), nodes,
+                                       tasks})});
+    if (job->comment && *job->comment) {
+      throw InputError(
+          "--comment: the comment of a slurm-dl job holds its shape and status; label it with "
+          "--dl-experiment and --dl-trial instead");
+    }
+    std::string summary = "dl: no GPUs";
+    if (auto gang = Gang::of(*spec)) {
+      if (nodes) gang->nodes = nodes;
+      const Shape shape = fit(*gang, parts);
+      apply_shape(job, shape);
+      summary = describe(*gang, shape, spec->preemptible);
+    } else if (spec->preemptible) {
+      summary += ", preemptible";
+    }
+    if (spec->preemptible) apply_preemptible(job, *spec, limit);
+    set_string(job->comment, summary);
+    verbose("dl: job_submit: %s", summary.c_str());
+    return SLURM_SUCCESS;
+  } catch (const ShapeError& e) {
+    return reject(ESLURM_REQUESTED_NODE_CONFIG_UNAVAILABLE, e.what());
+  } catch (const InputError& e) {
+    return reject(SLURM_ERROR, e.what());
+  }
+}
+
+// An update of a DL job's time limit: the grace must stay shorter, and a preemptible
+// job's time_min follows the rule. (job_modify has no message for the user; the
+// controller log has it.)
+int modify(job_desc_msg_t* update, job_record_t* job) {
+  if (update->time_limit == NO_VAL) return SLURM_SUCCESS;
+  const auto spec = spec_of(job);
+  if (!spec) return SLURM_SUCCESS;
+  const auto limit = time_limit(update->time_limit, job->part_ptr);
+  try {
+    check_against_request(*spec, {limit, std::nullopt});
+  } catch (const InputError& e) {
+    info("dl: job_modify: JobId=%u: %s", job->job_id, e.what());
+    return ESLURM_INVALID_TIME_LIMIT;
+  }
+  if (spec->preemptible && update->time_min == NO_VAL) {
+    const auto tm = backfill_time_min(spec->grace, limit);
+    update->time_min = tm ? static_cast<std::uint32_t>(tm->count() / 60) : 0;
+  }
+  return SLURM_SUCCESS;
+}
+
+}  // namespace
+}  // namespace dl::sched
+
+extern "C" {
+// Globals the plugin loader reads; `extern` keeps them visible from C++.
+extern const char plugin_name[];
+extern const char plugin_type[];
+extern const uint32_t plugin_version;
+const char plugin_name[] = "slurm-dl job_submit: DL gang shapes and preemptible jobs";
+const char plugin_type[] = "job_submit/dl";
+const uint32_t plugin_version = SLURM_VERSION_NUMBER;
+
+int init(void) {
+  return dl::sched::guarded("init", SLURM_ERROR, [] {
+    verbose("dl: %s %s loaded", plugin_type, PACKAGE_VERSION);
+    return SLURM_SUCCESS;
+  });
+}
+
+int fini(void) { return SLURM_SUCCESS; }
+
+int job_submit(job_desc_msg_t* job_desc, uint32_t, char** err_msg) {
+  return dl::sched::guarded("job_submit", SLURM_ERROR,
+                            [&] { return dl::sched::submit(job_desc, err_msg); });
+}
+
+int job_modify(job_desc_msg_t* job_desc, job_record_t* job_ptr, uint32_t) {
+  return dl::sched::guarded("job_modify", SLURM_ERROR,
+                            [&] { return dl::sched::modify(job_desc, job_ptr); });
+}
+}

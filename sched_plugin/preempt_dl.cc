@@ -1,0 +1,118 @@
+// preempt/dl: Slurm's partition-priority preemption (PreemptMode=REQUEUE, GraceTime),
+// with the DL policy's victims:
+//   - a DL job that is not --dl-preemptible is never a victim;
+//   - a job in a partition with a lower PriorityTier is a victim, as with
+//     preempt/partition_prio;
+//   - within the same tier, a --dl-preemptible job is a victim of a job whose DL
+//     priority (site_factor/dl) outranks it by the margin (core/preempt.h);
+//   - victims are ordered by the work they lose, least first (core victim_order):
+//     Slurm's select plugin removes candidates in that order until the preemptor fits.
+// The name must not contain "partition" or "qos": select/cons_tres keys its own
+// partition and QOS preemption logic on those words in PreemptType.
+#include <cstring>
+
+#include "config.h"
+#include "core/preempt.h"
+#include "sched_plugin/controller.h"
+#include "sched_plugin/guard.h"
+
+namespace dl::sched {
+namespace {
+
+bool is_dl(const job_record_t* job) { return spec_value(job, "DL_SPEC_VERSION").has_value(); }
+
+bool dl_preemptible(const job_record_t* job) {
+  return spec_value(job, "DL_PREEMPTIBLE").value_or("0") == "1";
+}
+
+std::uint16_t preempt_mode(const job_record_t* job) {
+  const part_record_t* part = job->part_ptr;
+  if (part && part->preempt_mode != NO_VAL16) return part->preempt_mode & ~PREEMPT_MODE_GANG;
+  return slurm_conf.preempt_mode & ~PREEMPT_MODE_GANG;
+}
+
+double points(const job_record_t* job) {
+  return static_cast<double>(static_cast<std::int64_t>(job->site_factor) - NICE_OFFSET);
+}
+
+bool preemptable(const job_record_t* victim, const job_record_t* preemptor) {
+  const part_record_t* vp = victim->part_ptr;
+  const part_record_t* pp = preemptor->part_ptr;
+  if (!vp || !pp || vp->preempt_mode == PREEMPT_MODE_OFF) return false;
+  if (is_dl(victim) && !dl_preemptible(victim)) return false;
+  if (vp->priority_tier < pp->priority_tier) return true;
+  if (vp->priority_tier > pp->priority_tier || !dl_preemptible(victim) || !site_factor_is_dl()) {
+    return false;
+  }
+  return outranks(points(preemptor), points(victim), site_params());
+}
+
+// Work the job loses if stopped now: its GPUs (at least one, so CPU jobs count by
+// their run time) times the time since its last checkpoint, which for a DL job with
+// --dl-ckpt-every is counted from its start in steps of that interval.
+double lost_gpu_seconds(const job_record_t* job) {
+  std::optional<double> every;
+  if (const auto v = spec_value(job, "DL_CKPT_EVERY")) every = std::strtod(v->c_str(), nullptr);
+  const double since = seconds_since_checkpoint(run_seconds(job, std::time(nullptr)), every);
+  return std::max<std::uint32_t>(allocated_gpus(job), 1) * since;
+}
+
+std::uint32_t victim_priority(const job_record_t* job) {
+  const std::uint32_t tier = job->part_ptr ? job->part_ptr->priority_tier : 0;
+  return (tier << 16) | victim_rank(lost_gpu_seconds(job));
+}
+
+}  // namespace
+}  // namespace dl::sched
+
+extern "C" {
+extern const char plugin_name[];
+extern const char plugin_type[];
+extern const uint32_t plugin_version;
+const char plugin_name[] = "slurm-dl preemption: partition tiers, DL victims losing the least work";
+const char plugin_type[] = "preempt/dl";
+const uint32_t plugin_version = SLURM_VERSION_NUMBER;
+
+int init(void) {
+  return dl::sched::guarded("init", SLURM_ERROR, [] {
+    verbose("dl: %s %s loaded", plugin_type, PACKAGE_VERSION);
+    return SLURM_SUCCESS;
+  });
+}
+
+void fini(void) {}
+
+// Queue order (as preempt/partition_prio): a job that may preempt another by tier is
+// considered first.
+bool preempt_p_job_preempt_check(job_queue_rec_t* preemptor, job_queue_rec_t* preemptee) {
+  return preemptor->part_ptr && preemptee->part_ptr &&
+         bit_overlap_any(preemptor->part_ptr->node_bitmap, preemptee->part_ptr->node_bitmap) &&
+         preemptor->part_ptr->priority_tier > preemptee->part_ptr->priority_tier;
+}
+
+bool preempt_p_preemptable(job_record_t* preemptee, job_record_t* preemptor) {
+  return dl::sched::guarded("preempt_p_preemptable", false,
+                            [&] { return dl::sched::preemptable(preemptee, preemptor); });
+}
+
+int preempt_p_get_data(job_record_t* job_ptr, slurm_preempt_data_type_t data_type, void* data) {
+  return dl::sched::guarded("preempt_p_get_data", SLURM_ERROR, [&] {
+    switch (data_type) {
+      case PREEMPT_DATA_ENABLED:
+        *static_cast<bool*>(data) = slurm_conf.preempt_mode != PREEMPT_MODE_OFF;
+        return SLURM_SUCCESS;
+      case PREEMPT_DATA_MODE:
+        *static_cast<std::uint16_t*>(data) = dl::sched::preempt_mode(job_ptr);
+        return SLURM_SUCCESS;
+      case PREEMPT_DATA_PRIO:
+        *static_cast<std::uint32_t*>(data) = dl::sched::victim_priority(job_ptr);
+        return SLURM_SUCCESS;
+      case PREEMPT_DATA_GRACE_TIME:
+        *static_cast<std::uint32_t*>(data) = job_ptr->part_ptr ? job_ptr->part_ptr->grace_time : 0;
+        return SLURM_SUCCESS;
+    }
+    error("dl: preempt_p_get_data: unknown request %d", static_cast<int>(data_type));
+    return SLURM_ERROR;
+  });
+}
+}

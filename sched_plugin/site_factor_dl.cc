@@ -1,0 +1,203 @@
+// site_factor/dl: the job's site factor is the DL priority of core/priority.h (least
+// attained GPU service, with aging), which needs no run-time estimate from users.
+// Slurm forgets a job's earlier runs and waits when it requeues it, so a thread
+// samples every job each `interval` into a ledger (saved in StateSaveLocation) and,
+// because slurmctld refreshes priorities by itself only with slurmdbd, recomputes
+// the priority of every pending job. See dl-sched(8).
+#include <condition_variable>
+#include <ctime>
+#include <mutex>
+#include <thread>
+#include <unordered_set>
+
+#include "config.h"
+#include "core/error.h"
+#include "core/ledger.h"
+#include "core/priority.h"
+#include "sched_plugin/controller.h"
+#include "sched_plugin/guard.h"
+#include "sched_plugin/state_file.h"
+
+namespace dl::sched {
+namespace {
+
+// The ledger is only touched with slurmctld's job lock held (by the hooks' callers or
+// by the sampler); `mutex` orders the sampler against hooks running in other threads
+// that hold only a read lock. Lock order: slurmctld's locks, then `mutex`.
+struct Plugin {
+  std::mutex mutex;
+  ServiceLedger ledger;
+  PriorityParams params;
+  std::string state_path;
+  std::string saved;  // what the state file holds
+
+  std::mutex stop_mutex;
+  std::condition_variable stop_cv;
+  bool stopping = false;
+  std::thread sampler;
+};
+
+Plugin& plugin() {
+  static Plugin p;
+  return p;
+}
+
+void observe(ServiceLedger& ledger, const job_record_t* job, std::time_t now) {
+  if (IS_JOB_RUNNING(job)) {
+    ledger.running(job->job_id, job->start_time, allocated_gpus(job), now);
+  } else if (IS_JOB_PENDING(job) && job->priority != 0 && job->details) {
+    const std::time_t eligible = std::max(job->details->submit_time, job->details->begin_time);
+    ledger.pending(job->job_id, eligible, now);
+  } else {
+    ledger.stopped(job->job_id, IS_JOB_FINISHED(job) || IS_JOB_COMPLETING(job) ? job->end_time : 0);
+  }
+}
+
+// Observes the job and gives it its site factor. Caller holds `mutex`.
+void score(Plugin& p, job_record_t* job, std::time_t now) {
+  observe(p.ledger, job, now);
+  const auto points =
+      site_factor(p.ledger.attained(job->job_id, now), p.ledger.waited(job->job_id, now), p.params);
+  job->site_factor = NICE_OFFSET + points;
+}
+
+void load_state(Plugin& p) {
+  p.state_path = std::string(slurm_conf.state_save_location) + "/site_factor_dl.state";
+  for (const auto& path : {p.state_path, p.state_path + ".old"}) {
+    try {
+      const auto text = read_file(path);
+      if (!text) continue;
+      p.ledger = ServiceLedger::parse(*text);
+      p.saved = *text;
+      info("dl: site_factor: service of %zu jobs restored from %s", p.ledger.size(), path.c_str());
+      return;
+    } catch (const std::exception& e) {
+      error("dl: site_factor: couldn't restore %s: %s", path.c_str(), e.what());
+    }
+  }
+}
+
+// One sample: every job into the ledger, purged jobs out of it, every pending job's
+// priority recomputed (which calls site_factor_p_set), running jobs' factors
+// refreshed for preempt/dl. Returns the ledger's text when it changed.
+std::optional<std::string> sample(Plugin& p) {
+  slurmctld_lock_t lock = {NO_LOCK, WRITE_LOCK, READ_LOCK, READ_LOCK, NO_LOCK};
+  lock_slurmctld(lock);
+  const std::time_t now = std::time(nullptr);
+  std::vector<job_record_t*> pending;
+  std::optional<std::string> changed;
+  {
+    const std::lock_guard<std::mutex> hold(p.mutex);
+    std::unordered_set<std::uint32_t> alive;
+    ListIterator it = list_iterator_create(job_list);
+    while (auto* job = static_cast<job_record_t*>(list_next(it))) {
+      alive.insert(job->job_id);
+      score(p, job, now);
+      if (IS_JOB_PENDING(job) && job->priority != 0 && !job->direct_set_prio) {
+        pending.push_back(job);
+      }
+    }
+    list_iterator_destroy(it);
+    p.ledger.retain([&](std::uint32_t id) { return alive.count(id) > 0; });
+    auto text = p.ledger.serialize();
+    if (text != p.saved) changed = std::move(text);
+  }
+  for (auto* job : pending) set_job_prio(job);
+  unlock_slurmctld(lock);
+  return changed;
+}
+
+void run_sampler(Plugin& p) {
+  install_log_sink();
+  while (true) {
+    std::chrono::seconds interval;
+    {
+      const std::lock_guard<std::mutex> hold(p.mutex);
+      interval = p.params.interval;
+    }
+    {
+      std::unique_lock<std::mutex> wait(p.stop_mutex);
+      if (p.stop_cv.wait_for(wait, interval, [&] { return p.stopping; })) return;
+    }
+    try {
+      if (const auto text = sample(p)) {
+        save_durably(p.state_path, *text);
+        const std::lock_guard<std::mutex> hold(p.mutex);
+        p.saved = *text;
+      }
+    } catch (const std::exception& e) {
+      error("dl: site_factor: sampling: %s", e.what());
+    }
+  }
+}
+
+int start() {
+  Plugin& p = plugin();
+  try {
+    p.params = site_params();
+  } catch (const InputError& e) {
+    // A mistake in slurm.conf: refuse to run with priorities nobody asked for.
+    fatal("dl: PrioritySiteFactorParameters: %s", e.what());
+  }
+  load_state(p);
+  p.stopping = false;
+  p.sampler = std::thread(run_sampler, std::ref(p));
+  verbose("dl: %s %s loaded", plugin_type, PACKAGE_VERSION);
+  return SLURM_SUCCESS;
+}
+
+void stop() {
+  Plugin& p = plugin();
+  {
+    const std::lock_guard<std::mutex> hold(p.stop_mutex);
+    p.stopping = true;
+  }
+  p.stop_cv.notify_all();
+  if (p.sampler.joinable()) p.sampler.join();
+}
+
+}  // namespace
+}  // namespace dl::sched
+
+extern "C" {
+extern const char plugin_name[];
+extern const char plugin_type[];
+extern const uint32_t plugin_version;
+const char plugin_name[] = "slurm-dl site factor: least attained GPU service, with aging";
+const char plugin_type[] = "site_factor/dl";
+const uint32_t plugin_version = SLURM_VERSION_NUMBER;
+
+int init(void) { return dl::sched::guarded("init", SLURM_ERROR, dl::sched::start); }
+
+int fini(void) {
+  dl::sched::guarded("fini", dl::sched::stop);
+  return SLURM_SUCCESS;
+}
+
+void site_factor_p_reconfig(void) {
+  dl::sched::guarded("site_factor_p_reconfig", [] {
+    auto params = dl::sched::site_params();
+    const std::lock_guard<std::mutex> hold(dl::sched::plugin().mutex);
+    dl::sched::plugin().params = params;
+  });
+}
+
+void site_factor_p_set(job_record_t* job_ptr) {
+  dl::sched::guarded("site_factor_p_set", [&] {
+    auto& p = dl::sched::plugin();
+    const std::lock_guard<std::mutex> hold(p.mutex);
+    dl::sched::score(p, job_ptr, std::time(nullptr));
+  });
+}
+
+void site_factor_p_update(void) {
+  dl::sched::guarded("site_factor_p_update", [] {
+    auto& p = dl::sched::plugin();
+    const std::time_t now = std::time(nullptr);
+    const std::lock_guard<std::mutex> hold(p.mutex);
+    ListIterator it = list_iterator_create(job_list);
+    while (auto* job = static_cast<job_record_t*>(list_next(it))) dl::sched::score(p, job, now);
+    list_iterator_destroy(it);
+  });
+}
+}

@@ -1,0 +1,87 @@
+#include "core/ledger.h"
+
+#include <gtest/gtest.h>
+
+#include "core/error.h"
+
+namespace dl {
+namespace {
+
+TEST(Ledger, CountsTheCurrentRun) {
+  ServiceLedger l;
+  EXPECT_DOUBLE_EQ(l.attained(7, 1000), 0);
+  l.running(7, 1000, 4, 1030);
+  EXPECT_DOUBLE_EQ(l.attained(7, 1030), 120);
+  EXPECT_DOUBLE_EQ(l.attained(7, 1100), 400);
+}
+
+TEST(Ledger, AddsUpRunsAndWaitsAcrossRequeues) {
+  ServiceLedger l;
+  l.pending(7, 900, 950);       // submitted at 900
+  l.running(7, 1000, 2, 1050);  // waited 100 s
+  EXPECT_DOUBLE_EQ(l.waited(7, 1050), 100);
+  l.pending(7, 1200, 1100);                    // requeued; eligible again at 1200 (Slurm's delay)
+  EXPECT_DOUBLE_EQ(l.attained(7, 5000), 100);  // counted up to when last seen running
+  EXPECT_DOUBLE_EQ(l.waited(7, 1100), 100);
+  l.pending(7, 1200, 1250);
+  EXPECT_DOUBLE_EQ(l.waited(7, 1250), 150);
+  l.running(7, 1300, 4, 1310);  // the second wait ended at its start
+  EXPECT_DOUBLE_EQ(l.waited(7, 9999), 200);
+  EXPECT_DOUBLE_EQ(l.attained(7, 1310), 140);
+  l.stopped(7, 1320);  // done; Slurm knows the end
+  EXPECT_DOUBLE_EQ(l.attained(7, 9999), 180);
+}
+
+TEST(Ledger, ANewStartTimeEndsAMissedRun) {
+  ServiceLedger l;
+  l.running(7, 1000, 1, 1100);
+  l.running(7, 2000, 1, 2050);  // requeued and restarted between two samples
+  EXPECT_DOUBLE_EQ(l.attained(7, 2050), 100 + 50);
+}
+
+TEST(Ledger, StoppedUnknownJobsAndRetain) {
+  ServiceLedger l;
+  l.stopped(9, 100);
+  EXPECT_EQ(l.size(), 0u);
+  l.running(1, 10, 1, 20);
+  l.running(2, 10, 1, 20);
+  l.retain([](std::uint32_t job) { return job == 2; });
+  EXPECT_EQ(l.size(), 1u);
+  EXPECT_DOUBLE_EQ(l.attained(1, 20), 0);
+  EXPECT_DOUBLE_EQ(l.attained(2, 20), 10);
+}
+
+TEST(Ledger, SerializeRoundTrips) {
+  ServiceLedger l;
+  l.pending(1, 900, 950);
+  l.running(1, 1000, 2, 1100);
+  l.stopped(1, 1100);
+  l.running(2, 1500, 8, 1600);
+  l.pending(3, 1700, 1800);
+  const auto text = l.serialize();
+  const auto back = ServiceLedger::parse(text);
+  EXPECT_EQ(back.size(), 3u);
+  EXPECT_DOUBLE_EQ(back.attained(1, 9999), 200);
+  EXPECT_DOUBLE_EQ(back.waited(1, 9999), 100);
+  EXPECT_DOUBLE_EQ(back.attained(2, 1700), 1600);
+  EXPECT_DOUBLE_EQ(back.waited(3, 1900), 200);
+  EXPECT_EQ(back.serialize(), text);
+  EXPECT_EQ(ServiceLedger::parse(ServiceLedger().serialize()).size(), 0u);
+}
+
+TEST(Ledger, ParseRejectsDamagedState) {
+  ServiceLedger l;
+  l.running(1, 1000, 2, 1100);
+  const auto text = l.serialize();
+  EXPECT_THROW(ServiceLedger::parse(""), InputError);
+  EXPECT_THROW(ServiceLedger::parse(text.substr(0, text.size() - 5)), InputError);
+  auto edited = text;
+  edited[edited.find("1000")] = '2';
+  EXPECT_THROW(ServiceLedger::parse(edited), InputError);
+  auto other = text;
+  other.replace(other.find("end 1"), 5, "end 2");
+  EXPECT_THROW(ServiceLedger::parse(other), InputError);
+}
+
+}  // namespace
+}  // namespace dl
