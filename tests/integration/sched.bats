@@ -1,0 +1,192 @@
+#!/usr/bin/env bats
+# The controller plugins on the mini-cluster (4 nodes x 2 GPUs, partitions low and
+# high): job_submit/dl shapes gangs and rejects what can never run, preempt/dl picks
+# the preemptible DL job that loses the least work and Slurm requeues it,
+# site_factor/dl ranks jobs by attained GPU service.
+
+load helpers
+
+setup() {
+  cd "$BATS_TEST_TMPDIR"
+  wait_queue_empty
+}
+teardown() {
+  cancel_all
+  scontrol update PartitionName=low GraceTime=60
+}
+
+# Cancelled jobs of the previous test may still be completing.
+wait_queue_empty() {
+  local deadline=$((SECONDS + 60))
+  while [ -n "$(squeue -h -o %i)" ] && [ $SECONDS -lt $deadline ]; do sleep 0.5; done
+}
+
+count_state() { squeue -h -t "$1" -o %i | wc -l; }
+comment_of() { scontrol show job "$1" | sed -n 's/^ *Comment=\(.*[^ ]\) *$/\1/p'; }
+
+# A job step that outlives the signals of preemption (the launcher's part, not
+# tested here) and prints each run.
+forever='echo "run ${SLURM_RESTART_COUNT:-0}"; srun sh -c "trap \"\" TERM USR2; while :; do sleep 0.2; done"'
+
+@test "gangs of 4 one-GPU learners on 8 GPUs: exactly 2 run, 2 wait, then all 4 complete" {
+  jobs=()
+  for i in 1 2 3 4; do
+    jobs+=("$(submit --dl-gpus=4 -n4 -o "out$i.txt" --wrap 'srun sh -c "echo \$SLURMD_NODENAME \$CUDA_VISIBLE_DEVICES"; sleep 8')")
+  done
+  deadline=$((SECONDS + 60))
+  until [ "$(count_state RUNNING)" -eq 2 ] || [ $SECONDS -ge $deadline ]; do sleep 0.5; done
+  for _ in 1 2 3 4 5; do
+    [ "$(count_state RUNNING)" -eq 2 ]
+    [ "$(count_state PENDING)" -eq 2 ]
+    sleep 0.5
+  done
+  # Each running gang holds two whole nodes of 2 GPUs, never part of its learners.
+  for job in $(squeue -h -t RUNNING -o %i); do
+    [ "$(job_field "$job" NumNodes)" = 2 ]
+    [ "$(job_field "$job" TresPerNode)" = gres:gpu:2 ]
+  done
+  for job in "${jobs[@]}"; do wait_state "$job" COMPLETED 120; done
+  for i in 1 2 3 4; do
+    [ "$(wc -l <"out$i.txt")" -eq 4 ]
+    [ "$(awk '{print $2}' "out$i.txt" | sort -u)" = "0,1" ]
+  done
+}
+
+@test "shapes in scontrol show job: pack, spread, switch, elastic, preemptible" {
+  shape() {
+    local job
+    job=$(submit --hold "$@" -o /dev/null --wrap true)
+    echo "$(job_field "$job" NumNodes) $(job_field "$job" TresPerNode)" \
+      "$(job_field "$job" OverSubscribe) $(comment_of "$job")"
+  }
+  [ "$(shape --dl-gpus=2)" = "1-1 gres:gpu:2 OK dl: 2 GPUs as 1x2" ]
+  [ "$(shape --dl-gpus=4)" = "2-2 gres:gpu:2 NO dl: 4 GPUs as 2x2" ]
+  [ "$(shape --dl-gpus=3)" = "2-2 gres:gpu:2 NO dl: 3 GPUs as 2x2" ]
+  [ "$(shape --dl-gpus=4 --dl-placement=spread)" = "4-4 gres:gpu:1 OK dl: 4 GPUs as 4x1 spread" ]
+  [ "$(shape --dl-gpus=6 --dl-placement=spread)" = "3-3 gres:gpu:2 OK dl: 6 GPUs as 3x2 spread" ]
+  [ "$(shape --dl-gpus=4 --dl-placement=switch)" = "2-2 gres:gpu:2 NO dl: 4 GPUs as 2x2 on one switch" ]
+  [ "$(shape --dl-elastic=2:8)" = "1-4 gres:gpu:2 NO dl: 2-8 GPUs as 1-4x2, elastic" ]
+  [ "$(shape --dl-gpus=4 -N4)" = "4-4 gres:gpu:1 OK dl: 4 GPUs as 4x1" ]
+  job=$(submit --hold --dl-gpus=4 --dl-placement=switch -o /dev/null --wrap true)
+  scontrol show job "$job" | grep -q 'Switches=1@'
+  job=$(submit --hold --dl-gpus=2 --dl-preemptible --dl-grace=20s -o /dev/null --wrap true)
+  [ "$(comment_of "$job")" = "dl: 2 GPUs as 1x2, preemptible" ]
+  [ "$(job_field "$job" Requeue)" = 1 ]
+  # 4 x (20 s grace + 30 s) = 200 s, in whole minutes.
+  [ "$(job_field "$job" TimeMin)" = 00:04:00 ]
+}
+
+@test "the shapes run: pack on two whole nodes, spread one GPU per node, elastic on what is free" {
+  run run_srun --dl-gpus=4 sh -c 'echo "$SLURMD_NODENAME $CUDA_VISIBLE_DEVICES"'
+  [ "$status" -eq 0 ]
+  [ "$(echo "$output" | awk '{print $1}' | sort -u | wc -l)" -eq 2 ]
+  [ "$(echo "$output" | awk '{print $2}' | sort -u)" = "0,1" ]
+  run run_srun --dl-gpus=4 --dl-placement=spread sh -c 'echo "$SLURMD_NODENAME $CUDA_VISIBLE_DEVICES"'
+  [ "$status" -eq 0 ]
+  [ "$(echo "$output" | awk '{print $1}' | sort | tr '\n' ' ')" = "n1 n2 n3 n4 " ]
+  [ "$(echo "$output" | awk '{print $2}' | sort -u)" = "0" ]
+  # Two nodes busy: the elastic gang starts on the two that are free.
+  busy=$(submit --dl-gpus=4 -o /dev/null --wrap 'sleep 60')
+  wait_state "$busy" RUNNING 30
+  run run_srun --dl-elastic=2:8 sh -c 'echo "$SLURMD_NODENAME $CUDA_VISIBLE_DEVICES"'
+  [ "$status" -eq 0 ]
+  [ "$(echo "$output" | wc -l)" -eq 2 ]
+  [ "$(echo "$output" | awk '{print $2}' | sort -u)" = "0,1" ]
+}
+
+@test "a shape that can never run is rejected at submit time with the largest that could" {
+  run sbatch --dl-gpus=10 --wrap true
+  [ "$status" -ne 0 ]
+  [ "${lines[0]}" = "sbatch: error: --dl-gpus=10: a pack gang of 5x2 whole nodes can never run in partition low (4 nodes x 2 GPUs); the largest pack gang there is 8 GPUs (4x2)" ]
+  run sbatch -p high --dl-gpus=6 --dl-placement=switch --wrap true
+  [ "$status" -ne 0 ]
+  [ "${lines[0]}" = "sbatch: error: --dl-gpus=6: a switch gang of 3x2 whole nodes can never run in partition high (4 nodes x 2 GPUs), at most 2 such nodes under one leaf switch; the largest switch gang there is 4 GPUs (2x2)" ]
+  run sbatch --dl-elastic=10:16 --wrap true
+  [ "$status" -ne 0 ]
+  [ "${lines[0]}" = "sbatch: error: --dl-elastic=10:16: an elastic gang of 5-8x2 whole nodes can never run in partition low (4 nodes x 2 GPUs); the largest elastic gang there is 8 GPUs (4x2)" ]
+  run timeout 30 srun --dl-gpus=9 --dl-placement=spread true
+  [ "$status" -ne 0 ]
+  echo "$output" | grep -qxF "srun: error: --dl-gpus=9: a spread gang of 3x3 GPUs can never run in partition low (4 nodes x 2 GPUs); the largest spread gang there is 8 GPUs (4x2)"
+  queue_empty
+}
+
+@test "a spec that contradicts the rest of the request is rejected at submit time" {
+  run sbatch --dl-gpus=4 --gpus=2 --wrap true
+  [ "$status" -ne 0 ]
+  [ "${lines[0]}" = "sbatch: error: --dl-gpus=4: contradicts the 2 GPUs asked with --gpus/--gres=gpu; give only --dl-gpus" ]
+  run sbatch --dl-gpus=2 --dl-grace=5m -t 2 --wrap true
+  [ "$status" -ne 0 ]
+  [ "${lines[0]}" = "sbatch: error: --dl-grace=5m: must be shorter than the time limit (2m)" ]
+  run sbatch --dl-gpus=2 --comment=mine --wrap true
+  [ "$status" -ne 0 ]
+  [ "${lines[0]}" = "sbatch: error: --comment: the comment of a slurm-dl job holds its shape and status; label it with --dl-experiment and --dl-trial instead" ]
+  queue_empty
+  # Consistent native GPU options are fine; the shape replaces them.
+  job=$(submit --hold --dl-gpus=4 --gpus=4 -o /dev/null --wrap true)
+  [ "$(job_field "$job" TresPerNode)" = gres:gpu:2 ]
+}
+
+@test "a preemptible job is requeued, not killed, when a high-priority job needs its GPUs, and runs again" {
+  scontrol update PartitionName=low GraceTime=3
+  low=$(submit --dl-gpus=8 --dl-preemptible -o low.txt --wrap "$forever")
+  wait_state "$low" RUNNING 30
+  high=$(submit -p high --dl-gpus=4 -o high.txt --wrap 'echo high ran; sleep 5')
+  wait_state "$high" 'RUNNING|COMPLETED' 90
+  [ "$(job_field "$low" Restarts)" -ge 1 ]
+  [ "$(job_state "$low")" != CANCELLED ]
+  wait_state "$high" COMPLETED 60
+  # Slurm holds a requeued job for the credential lifetime (30 s here), then it runs.
+  wait_state "$low" RUNNING 120
+  [ "$(cat high.txt)" = "high ran" ]
+  deadline=$((SECONDS + 30))
+  until grep -q '^run 1$' low.txt || [ $SECONDS -ge $deadline ]; do sleep 0.5; done
+  grep -q '^run 1$' low.txt
+}
+
+@test "the victim is the preemptible job that loses the least work; other DL jobs are never victims" {
+  scontrol update PartitionName=low GraceTime=3
+  older=$(submit --dl-gpus=4 --dl-preemptible -o /dev/null --wrap "$forever")
+  wait_state "$older" RUNNING 30
+  sleep 10
+  newer=$(submit --dl-gpus=4 --dl-preemptible -o /dev/null --wrap "$forever")
+  wait_state "$newer" RUNNING 30
+  # Both hold 4 GPUs; the newer one has run for less time since its last checkpoint.
+  high=$(submit -p high --dl-gpus=4 -o /dev/null --wrap 'sleep 5')
+  wait_state "$high" RUNNING 90
+  [ "$(job_field "$newer" Restarts)" -ge 1 ]
+  [ "$(job_field "$older" Restarts)" -eq 0 ]
+  [ "$(job_state "$older")" = RUNNING ]
+  cancel_all
+  wait_queue_empty
+  # A DL job without --dl-preemptible keeps its GPUs even in the preemptible partition.
+  kept=$(submit --dl-gpus=8 -o /dev/null --wrap "$forever")
+  wait_state "$kept" RUNNING 30
+  high=$(submit -p high --dl-gpus=4 -o /dev/null --wrap true)
+  sleep 15
+  [ "$(job_state "$high")" = PENDING ]
+  [ "$(job_state "$kept")" = RUNNING ]
+  [ "$(job_field "$kept" Restarts)" -eq 0 ]
+}
+
+@test "sprio shows the site factor; a job that has used more GPU time ranks below a new one" {
+  scontrol update PartitionName=low GraceTime=3
+  used=$(submit --dl-gpus=8 --dl-preemptible -o /dev/null --wrap "$forever")
+  wait_state "$used" RUNNING 30
+  sleep 15
+  # A high-priority job takes every GPU for a while; the used job is requeued.
+  high=$(submit -p high --dl-gpus=8 -o /dev/null --wrap 'sleep 90')
+  wait_state "$high" RUNNING 90
+  fresh=$(submit --dl-gpus=2 -o /dev/null --wrap true)
+  # Once Slurm's requeue hold is over both are eligible and sprio lists them.
+  deadline=$((SECONDS + 90))
+  until sprio -h -o %i | grep -qx " *$used" || [ $SECONDS -ge $deadline ]; do sleep 1; done
+  sleep 3 # one refresh of the priorities (every 2 s here)
+  sprio -l | head -n 1 | grep -q ' SITE '
+  site() { sprio -h -o '%i %S' -j "$1" | awk '{print $2}'; }
+  used_site=$(site "$used")
+  fresh_site=$(site "$fresh")
+  echo "site factors: used $used_site, fresh $fresh_site"
+  [ "$used_site" -gt 90000 ]
+  [ "$used_site" -lt "$fresh_site" ]
+  [ "$(job_field "$used" Priority)" -lt "$(job_field "$fresh" Priority)" ]
+}
