@@ -12,7 +12,18 @@ setup() {
 }
 teardown() {
   cancel_all
+  if [ -f "$BATS_TEST_TMPDIR/slurm.conf.saved" ]; then
+    cp "$BATS_TEST_TMPDIR/slurm.conf.saved" "$SLURM_CONF"
+    scontrol reconfigure
+  fi
   scontrol update PartitionName=low GraceTime=60
+}
+
+# Changes PrioritySiteFactorParameters for one test (teardown restores them).
+site_params() {
+  cp "$SLURM_CONF" "$BATS_TEST_TMPDIR/slurm.conf.saved"
+  sed -i "s/^PrioritySiteFactorParameters=.*/PrioritySiteFactorParameters=$1/" "$SLURM_CONF"
+  scontrol reconfigure
 }
 
 # Cancelled jobs of the previous test may still be completing.
@@ -166,6 +177,21 @@ forever='echo "run ${SLURM_RESTART_COUNT:-0}"; srun sh -c "trap \"\" TERM USR2; 
   [ "$(job_state "$high")" = PENDING ]
   [ "$(job_state "$kept")" = RUNNING ]
   [ "$(job_field "$kept" Restarts)" -eq 0 ]
+}
+
+@test "within a tier, a new job preempts a preemptible DL job that has had far more GPU service" {
+  # One level per doubling of GPU-seconds (instead of GPU-hours), so that a few
+  # seconds on 8 GPUs are worth more than the margin (25000 points: five levels).
+  site_params interval=2s,service_unit=1s
+  scontrol update PartitionName=low GraceTime=3
+  long=$(submit --dl-gpus=8 --dl-preemptible -o /dev/null --wrap "$forever")
+  wait_state "$long" RUNNING 30
+  sleep 10
+  new=$(submit --dl-gpus=2 -o /dev/null --wrap 'echo new ran')
+  wait_state "$new" 'RUNNING|COMPLETED' 90
+  [ "$(job_field "$long" Restarts)" -ge 1 ]
+  [ "$(job_state "$long")" != CANCELLED ]
+  grep -q "preempted JobId=$long has been requeued" "$(dirname "$SLURM_CONF")/log/slurmctld.log"
 }
 
 @test "sprio shows the site factor; a job that has used more GPU time ranks below a new one" {
