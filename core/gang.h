@@ -47,8 +47,6 @@ struct Shape {
   bool exclusive = false;   // whole nodes
   bool one_switch = false;  // all nodes under one leaf switch
 
-  std::uint64_t gpus_min() const { return std::uint64_t{nodes_min} * gpus_per_node; }
-  std::uint64_t gpus_max() const { return std::uint64_t{nodes_max} * gpus_per_node; }
   // "2x8", "1-2x8", "4x1"
   std::string layout() const;
   bool operator==(const Shape& o) const;
