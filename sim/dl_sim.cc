@@ -158,12 +158,14 @@ int main(int argc, char** argv) {
     if (policy_name.empty()) throw dl::InputError("--policy is required (fifo-backfill or dl)");
     o.policy = dl::sim::parse_policy(policy_name);
     o.priority = dl::parse_priority_params(priority_text);
-    auto jobs = dl::parse_trace(read_all(trace_path));
+    std::vector<dl::TraceJob> jobs;
+    try {
+      jobs = dl::parse_trace(read_all(trace_path));
+    } catch (const dl::InputError& e) {
+      throw dl::InputError(trace_path + ": " + e.what());
+    }
     print_result(dl::sim::simulate(std::move(jobs), o), o, json);
     return 0;
-  } catch (const dl::InputError& e) {
-    fmt::print(stderr, "dl-sim: {}{}\n",
-               trace_path.empty() || gen->parsed() ? "" : trace_path + ": ", e.what());
   } catch (const std::exception& e) {
     fmt::print(stderr, "dl-sim: {}\n", e.what());
   }
