@@ -93,7 +93,8 @@ void apply_preemptible(job_desc_msg_t* job, const Spec& spec,
 
 int submit(job_desc_msg_t* job, char** err_msg) {
   const auto reject = [&](int code, const std::string& message) {
-    *err_msg = xstrdup(message.c_str());
+    // The same prefix as the SPANK plugin's messages: the user sees one voice.
+    *err_msg = xstrdup(("dl: " + message).c_str());
     info("dl: job_submit: rejected a job of uid %u: %s", job->user_id, message.c_str());
     return code;
   };

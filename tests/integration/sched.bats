@@ -108,29 +108,29 @@ forever='echo "run ${SLURM_RESTART_COUNT:-0}"; srun sh -c "trap \"\" TERM USR2; 
 @test "a shape that can never run is rejected at submit time with the largest that could" {
   run sbatch --dl-gpus=10 --wrap true
   [ "$status" -ne 0 ]
-  [ "${lines[0]}" = "sbatch: error: --dl-gpus=10: a pack gang of 5x2 whole nodes can never run in partition low (4 nodes x 2 GPUs); the largest pack gang there is 8 GPUs (4x2)" ]
+  [ "${lines[0]}" = "sbatch: error: dl: --dl-gpus=10: a pack gang of 5x2 whole nodes can never run in partition low (4 nodes x 2 GPUs); the largest pack gang there is 8 GPUs (4x2)" ]
   run sbatch -p high --dl-gpus=6 --dl-placement=switch --wrap true
   [ "$status" -ne 0 ]
-  [ "${lines[0]}" = "sbatch: error: --dl-gpus=6: a switch gang of 3x2 whole nodes can never run in partition high (4 nodes x 2 GPUs), at most 2 such nodes under one leaf switch; the largest switch gang there is 4 GPUs (2x2)" ]
+  [ "${lines[0]}" = "sbatch: error: dl: --dl-gpus=6: a switch gang of 3x2 whole nodes can never run in partition high (4 nodes x 2 GPUs), at most 2 such nodes under one leaf switch; the largest switch gang there is 4 GPUs (2x2)" ]
   run sbatch --dl-elastic=10:16 --wrap true
   [ "$status" -ne 0 ]
-  [ "${lines[0]}" = "sbatch: error: --dl-elastic=10:16: an elastic gang of 5-8x2 whole nodes can never run in partition low (4 nodes x 2 GPUs); the largest elastic gang there is 8 GPUs (4x2)" ]
+  [ "${lines[0]}" = "sbatch: error: dl: --dl-elastic=10:16: an elastic gang of 5-8x2 whole nodes can never run in partition low (4 nodes x 2 GPUs); the largest elastic gang there is 8 GPUs (4x2)" ]
   run timeout 30 srun --dl-gpus=9 --dl-placement=spread true
   [ "$status" -ne 0 ]
-  echo "$output" | grep -qxF "srun: error: --dl-gpus=9: a spread gang of 3x3 GPUs can never run in partition low (4 nodes x 2 GPUs); the largest spread gang there is 8 GPUs (4x2)"
+  echo "$output" | grep -qxF "srun: error: dl: --dl-gpus=9: a spread gang of 3x3 GPUs can never run in partition low (4 nodes x 2 GPUs); the largest spread gang there is 8 GPUs (4x2)"
   queue_empty
 }
 
 @test "a spec that contradicts the rest of the request is rejected at submit time" {
   run sbatch --dl-gpus=4 --gpus=2 --wrap true
   [ "$status" -ne 0 ]
-  [ "${lines[0]}" = "sbatch: error: --dl-gpus=4: contradicts the 2 GPUs asked with --gpus/--gres=gpu; give only --dl-gpus" ]
+  [ "${lines[0]}" = "sbatch: error: dl: --dl-gpus=4: contradicts the 2 GPUs asked with --gpus/--gres=gpu; give only --dl-gpus" ]
   run sbatch --dl-gpus=2 --dl-grace=5m -t 2 --wrap true
   [ "$status" -ne 0 ]
-  [ "${lines[0]}" = "sbatch: error: --dl-grace=5m: must be shorter than the time limit (2m)" ]
+  [ "${lines[0]}" = "sbatch: error: dl: --dl-grace=5m: must be shorter than the time limit (2m)" ]
   run sbatch --dl-gpus=2 --comment=mine --wrap true
   [ "$status" -ne 0 ]
-  [ "${lines[0]}" = "sbatch: error: --comment: the comment of a slurm-dl job holds its shape and status; label it with --dl-experiment and --dl-trial instead" ]
+  [ "${lines[0]}" = "sbatch: error: dl: --comment: the comment of a slurm-dl job holds its shape and status; label it with --dl-experiment and --dl-trial instead" ]
   queue_empty
   # Consistent native GPU options are fine; the shape replaces them.
   job=$(submit --hold --dl-gpus=4 --gpus=4 -o /dev/null --wrap true)
