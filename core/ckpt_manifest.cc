@@ -139,8 +139,9 @@ std::string shape_str(const Shape& s) { return fmt::format("[{}]", fmt::join(s, 
 std::uint64_t element_count(const Shape& shape) {
   std::uint64_t n = 1;
   for (std::uint64_t d : shape) {
-    if (d != 0 && n > UINT64_MAX / d)
+    if (d != 0 && n > UINT64_MAX / d) {
       throw CorruptError(fmt::format("shape {} overflows", shape_str(shape)));
+    }
     n *= d;
   }
   return n;
@@ -357,8 +358,9 @@ void validate_manifest(const Manifest& m, std::string_view path, bool fragment) 
       fail(path, where,
            fmt::format("rank {} is not below the world size {}", s.rank, m.world_size));
     }
-    if (!by_rank.emplace(s.rank, &s).second)
+    if (!by_rank.emplace(s.rank, &s).second) {
       fail(path, where, fmt::format("rank {} appears twice", s.rank));
+    }
     if (!fragment && s.rank != i) fail(path, where, "shards must be listed in rank order");
     if (s.file != shard_file_name(s.rank, m.world_size)) {
       fail(path, where,
@@ -366,10 +368,12 @@ void validate_manifest(const Manifest& m, std::string_view path, bool fragment) 
     }
     std::set<std::string> names;
     for (const BlobEntry& b : s.rng) {
-      if (!is_valid_rng_name(b.name))
+      if (!is_valid_rng_name(b.name)) {
         fail(path, where, fmt::format("invalid RNG state name {:?}", b.name));
-      if (!names.insert(b.name).second)
+      }
+      if (!names.insert(b.name).second) {
         fail(path, where, fmt::format("RNG state {:?} appears twice", b.name));
+      }
       if ((b.bytes == 0) != !b.file_offset) {
         fail(path, where,
              fmt::format("RNG state {:?}: file_offset must be set exactly when it has bytes",
@@ -383,8 +387,9 @@ void validate_manifest(const Manifest& m, std::string_view path, bool fragment) 
   for (std::size_t i = 0; i < m.tensors.size(); ++i) {
     const TensorEntry& t = m.tensors[i];
     const std::string where = fmt::format("tensors[{}]", i);
-    if (!is_valid_tensor_name(t.name))
+    if (!is_valid_tensor_name(t.name)) {
       fail(path, where, fmt::format("invalid tensor name {:?}", t.name));
+    }
     if (i > 0 && t.name <= previous) fail(path, where, "tensors must be sorted by name, each once");
     previous = t.name;
     if (t.shape.size() > kMaxDims) fail(path, where, "too many dimensions");
@@ -395,8 +400,9 @@ void validate_manifest(const Manifest& m, std::string_view path, bool fragment) 
       const Piece& p = t.pieces[j];
       const std::string pwhere = fmt::format("{}.pieces[{}]", where, j);
       if (!by_rank.count(p.rank)) fail(path, pwhere, fmt::format("rank {} has no shard", p.rank));
-      if (!ranks.insert(p.rank).second)
+      if (!ranks.insert(p.rank).second) {
         fail(path, pwhere, fmt::format("rank {} holds two pieces", p.rank));
+      }
       if (p.slice.offset.size() != t.shape.size() || p.slice.shape.size() != t.shape.size()) {
         fail(path, pwhere, fmt::format("offset and shape must have {} dimensions", t.shape.size()));
       }

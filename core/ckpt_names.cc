@@ -44,8 +44,9 @@ std::string component_problem(std::string_view c) {
 
 std::string tensor_name_problem(std::string_view name) {
   if (name.empty()) return "is empty";
-  if (name.size() > kMaxTensorName)
+  if (name.size() > kMaxTensorName) {
     return fmt::format("is longer than {} characters", kMaxTensorName);
+  }
   std::size_t start = 0;
   while (true) {
     const std::size_t slash = name.find('/', start);

@@ -96,13 +96,15 @@ std::string tiling_problem(const Shape& shape, const std::vector<Slice>& boxes) 
     std::uint64_t pos = 0;
     for (const Slice* b : sorted) {
       if (b->offset[dim] < pos) return fmt::format("pieces overlap at {}", box_str(*b));
-      if (b->offset[dim] > pos)
+      if (b->offset[dim] > pos) {
         return fmt::format("elements {} to {} of dimension {} are in no piece", pos,
                            b->offset[dim] - 1, dim);
+      }
       pos = b->offset[dim] + b->shape[dim];
     }
-    if (pos != shape[dim])
+    if (pos != shape[dim]) {
       return fmt::format("elements from {} of dimension {} are in no piece", pos, dim);
+    }
     return "";
   }
 

@@ -26,8 +26,9 @@ std::vector<std::uint64_t> steps_to_remove(std::vector<RetentionEntry> entries,
   if (valid.empty()) return {};
 
   std::set<std::uint64_t> keep;
-  for (std::size_t i = 0; i < valid.size() && i < policy.keep_last; ++i)
+  for (std::size_t i = 0; i < valid.size() && i < policy.keep_last; ++i) {
     keep.insert(valid[i]->step);
+  }
   std::vector<const RetentionEntry*> ranked;
   for (const RetentionEntry* e : valid) {
     if (e->metrics.count(policy.metric)) ranked.push_back(e);
@@ -39,8 +40,9 @@ std::vector<std::uint64_t> steps_to_remove(std::vector<RetentionEntry> entries,
                      const double y = b->metrics.at(policy.metric);
                      return policy.higher_is_better ? x > y : x < y;
                    });
-  for (std::size_t i = 0; i < ranked.size() && i < policy.keep_best; ++i)
+  for (std::size_t i = 0; i < ranked.size() && i < policy.keep_best; ++i) {
     keep.insert(ranked[i]->step);
+  }
   keep.insert(valid.front()->step);
 
   const std::uint64_t newest_valid = valid.front()->step;
