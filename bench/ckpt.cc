@@ -174,11 +174,11 @@ int main(int argc, char** argv) {
       "ckpt"};
   std::string dir;
   double gib = 2.0;
-  unsigned repeat = 5;
+  unsigned repeat = 7;
   app.add_option("--dir", dir, "scratch directory on the filesystem to measure (emptied)")
       ->required();
   app.add_option("--gib", gib, "state size in GiB (default 2)")->check(CLI::Range(0.05, 64.0));
-  app.add_option("--repeat", repeat, "runs per measurement (default 5)")->check(CLI::Range(1, 50));
+  app.add_option("--repeat", repeat, "runs per measurement (default 7)")->check(CLI::Range(1, 50));
   CLI11_PARSE(app, argc, argv);
 
   try {

@@ -212,6 +212,8 @@ int cmd_verify(const std::string& path, bool as_json) {
       c.valid = true;
     } catch (const CorruptError& e) {
       c.problem = e.what();
+    } catch (const SystemError& e) {
+      c.problem = e.what();  // an unreadable checkpoint is not a valid one
     }
     results.push_back(std::move(c));
   } else {

@@ -54,6 +54,10 @@ Handle file_access_plist(std::string_view path) {
   // SEMI: closing the file fails while objects are open instead of deferring the real
   // close (and its write errors) to whichever handle happens to be released last.
   check(H5Pset_fclose_degree(fapl.get(), H5F_CLOSE_SEMI), "set the close degree of", path);
+  // HDF5's flock() fails on some parallel filesystems (and is what HDF5_USE_FILE_LOCKING=
+  // FALSE works around). The checkpoint protocol never has two processes on one file: a
+  // shard is written under a name only its rank uses and read once it is committed.
+  check(H5Pset_file_locking(fapl.get(), false, true), "turn off file locking for", path);
   return fapl;
 }
 
