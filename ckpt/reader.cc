@@ -154,6 +154,21 @@ void Reader::read(const std::string& name, DType dtype, void* data, const Slice&
   }
 }
 
+void Reader::read(const std::vector<Target>& targets) const {
+  // Where a target's bytes start: its tensor's first piece (pieces are listed by rank).
+  const auto position = [this](const Target& t) {
+    const TensorEntry* e = find_tensor(impl_->manifest, t.name);
+    if (!e) return std::pair<unsigned, std::uint64_t>(0, 0);  // read() reports it
+    const Piece& p = e->pieces.front();
+    return std::pair<unsigned, std::uint64_t>(p.rank, p.file_offset.value_or(0));
+  };
+  std::vector<const Target*> order;
+  for (const Target& t : targets) order.push_back(&t);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](const Target* a, const Target* b) { return position(*a) < position(*b); });
+  for (const Target* t : order) read(t->name, t->dtype, t->data, Slice{t->offset, t->shape});
+}
+
 std::map<std::string, std::vector<std::uint8_t>> Reader::rng_states(unsigned rank) const {
   std::map<std::string, std::vector<std::uint8_t>> out;
   if (rank >= impl_->manifest.world_size) return out;
@@ -204,9 +219,7 @@ std::optional<Loaded> load_latest(const std::string& dir, const std::vector<Targ
   for (const StepDir& candidate : committed_steps(dir)) {
     try {
       Reader reader = Reader::open(candidate.path, Verify::quick);
-      for (const Target& t : targets) {
-        reader.read(t.name, t.dtype, t.data, Slice{t.offset, t.shape});
-      }
+      reader.read(targets);
       return Loaded{reader.path(), reader.metadata(), reader.world_size(), reader.rng_states(rank)};
     } catch (const CorruptError& e) {
       log(LogLevel::warning, "checkpoint {} is unusable, trying an older one: {}", candidate.path,

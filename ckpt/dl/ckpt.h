@@ -148,6 +148,16 @@ struct TensorInfo {
   std::vector<unsigned> ranks;  // the ranks holding a part
 };
 
+// A region of a tensor to restore: the box at `offset` of size `shape` in the global
+// tensor (empty offset: zeros).
+struct Target {
+  std::string name;
+  DType dtype = DType::f32;
+  Shape shape;
+  void* data = nullptr;
+  Shape offset = {};
+};
+
 // Reads one checkpoint (a step directory). Every read verifies the checksums of the
 // datasets it touches and, once per shard, the shard's metadata.
 class Reader {
@@ -173,6 +183,10 @@ class Reader {
   // only partly needed are read whole, to verify their checksum.
   void read(const std::string& name, DType dtype, void* data, const Slice& slice = {}) const;
 
+  // Fills every target as read() would, in the order of the bytes on disk (the caller's
+  // order, e.g. a model's, is rarely the file's, which is by name).
+  void read(const std::vector<Target>& targets) const;
+
   // The RNG states rank `rank` saved (empty if the checkpoint has fewer ranks).
   std::map<std::string, std::vector<std::uint8_t>> rng_states(unsigned rank) const;
 
@@ -183,16 +197,6 @@ class Reader {
   struct Impl;
   explicit Reader(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
-};
-
-// A region of a tensor to restore: the box at `offset` of size `shape` in the global
-// tensor (empty offset: zeros).
-struct Target {
-  std::string name;
-  DType dtype = DType::f32;
-  Shape shape;
-  void* data = nullptr;
-  Shape offset = {};
 };
 
 struct Loaded {
