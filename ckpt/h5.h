@@ -45,7 +45,6 @@ class Handle {
   ~Handle();
 
   hid_t get() const noexcept { return id_; }
-  bool valid() const noexcept { return id_ >= 0; }
 
  protected:
   hid_t release() noexcept;

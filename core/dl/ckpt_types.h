@@ -71,7 +71,7 @@ Slice even_split(const Shape& global_shape, std::size_t dim, unsigned rank, unsi
 // The bytes on disk are not a valid checkpoint (truncated, corrupted, not written by
 // this library, or of an unsupported format version). The message names the file and
 // the reason, e.g. ".../step-000001200/shard-00000-of-00001.h5: tensor model/w: checksum
-// mismatch (stored 0x..., computed 0x...)".
+// mismatch (manifest 1f0e..., data 77a1...)".
 class CorruptError : public std::runtime_error {
  public:
   explicit CorruptError(const std::string& message) : std::runtime_error(message) {}

@@ -187,6 +187,7 @@ TEST(CkptSaveLoad, SavesAreCopiedBeforeSaveAsyncReturns) {
   const auto original = tensors;
   Checkpointer ckpt(options(dir.path()));
   ckpt.save_async(state_of(tensors, 300));
+  EXPECT_GT(ckpt.last_copy_time(), std::chrono::nanoseconds(0));
   for (Held& t : tensors) std::fill(t.data.begin(), t.data.end(), 0);  // training goes on
   ckpt.wait();
   EXPECT_FALSE(ckpt.in_flight());
@@ -528,8 +529,15 @@ TEST(CkptOptions, ValidatedAtConstruction) {
   o = options(dir / "file");
   EXPECT_THROW(Checkpointer{o}, SystemError);
   o = options(dir / "new/sub");
-  EXPECT_NO_THROW(Checkpointer{o});
+  o.run_id = "";
+  const Checkpointer alone(o);  // one rank, no Slurm: the process id tells runs apart
+  EXPECT_EQ(alone.options().run_id, fmt::format("pid{}", ::getpid()));
   EXPECT_EQ(sys::file_type(dir / "new/sub"), sys::FileType::directory);
+  ::setenv("SLURM_JOB_ID", "42", 1);
+  ::setenv("SLURM_RESTART_COUNT", "3", 1);
+  EXPECT_EQ(Checkpointer(o).options().run_id, "42.0.3");
+  ::unsetenv("SLURM_JOB_ID");
+  ::unsetenv("SLURM_RESTART_COUNT");
 }
 
 TEST(CkptOptions, FromTheEnvironment) {
