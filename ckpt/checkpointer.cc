@@ -182,12 +182,10 @@ std::string Checkpointer::Impl::persist(const Prepared& p) {
     fragment = write_shard(partial, skeleton,
                            [&](std::size_t i, std::vector<std::byte>&) { return p.sources[i]; });
     sys::rename_path(partial, shard);
-    if (rank == 0) {
-      sys::fsync_dir(staging);
-    } else {
-      // The fragment's arrival tells rank 0 that this shard is complete and durable.
-      sys::write_file_durably(fragment_path, manifest_to_json(fragment));
-    }
+    // The fragment's arrival tells rank 0 that this shard is complete and durable (its
+    // fsync of the staging directory covers the rename above). Rank 0's own rename is
+    // covered by the same fsync when it writes the manifest.
+    if (rank != 0) sys::write_file_durably(fragment_path, manifest_to_json(fragment));
   } catch (...) {
     // Leave nothing behind: another attempt must not find a stale shard of ours.
     for (const std::string& path : {partial, shard, fragment_path}) {
