@@ -1,0 +1,65 @@
+// One rank's HDF5 shard: writing it, and reading it back verified.
+//
+// Writing goes in four phases, so that the bulk of the bytes moves in large sequential
+// pwrite calls through the dl::sys seam rather than through HDF5:
+//   1. HDF5 creates the structure: root attributes, and one contiguous dataset per
+//      tensor part and RNG state, allocated at creation and never filled;
+//   2. the library writes each dataset's bytes at its file offset, hashing every piece
+//      while it is still in the cache;
+//   3. HDF5 stores the checksums (attributes of fixed size, overwritten in place);
+//   4. the bytes outside the datasets (HDF5's metadata) are hashed into the manifest,
+//      and the file is fsynced.
+// A reader checks the metadata hash before HDF5 parses a single byte of the file, so
+// HDF5 only ever parses metadata this library wrote.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/ckpt_manifest.h"
+#include "core/sysio.h"
+
+namespace dl::ckpt {
+
+// The bytes of item `index` of a shard: the fragment's tensors in order, then its RNG
+// states. The pointer must stay valid until the next call; `scratch` is the source's to
+// fill if it has to materialize the bytes.
+using ItemSource = std::function<const void*(std::size_t index, std::vector<std::byte>& scratch)>;
+
+// Writes the shard described by `fragment` (a manifest holding one shard) to `path` and
+// fsyncs it. Returns the fragment with file offsets, checksums, file size and metadata
+// checksum filled in.
+Manifest write_shard(const std::string& path, Manifest fragment, const ItemSource& source);
+
+// One shard of a checkpoint being read.
+class ShardFile {
+ public:
+  ShardFile(const std::string& dir, const Manifest& manifest, unsigned rank);
+
+  const std::string& path() const { return fd_.path(); }
+
+  // The file's size against the manifest (no byte read).
+  void check_size() const;
+
+  // Size, metadata checksum and the HDF5 structure against the manifest.
+  void check_metadata() const;
+
+  // Reads `size` bytes at `offset` into `dst` and checks their XXH3 against `expected`.
+  // `what` names the dataset in the error ("tensor model/w").
+  void read_verified(std::uint64_t offset, std::uint64_t size, void* dst, std::uint64_t expected,
+                     std::string_view what) const;
+
+ private:
+  const Manifest& manifest_;
+  const ShardEntry& shard_;
+  sys::Fd fd_;
+};
+
+// The file's size against the manifest's record of it, without opening it.
+void check_shard_size(const std::string& dir, const ShardEntry& shard);
+
+}  // namespace dl::ckpt
