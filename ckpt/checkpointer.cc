@@ -126,9 +126,9 @@ Prepared prepare(const Options& opt, const State& state) {
 
 }  // namespace
 
-Options Options::from_env() {
+Options Options::from_env(const std::string& dir) {
   Options o;
-  o.dir = env("DL_CKPT_DIR");
+  o.dir = dir.empty() ? env("DL_CKPT_DIR") : dir;
   if (o.dir.empty()) throw InputError("DL_CKPT_DIR is not set: it names the checkpoint directory");
   o.retention.keep_last = env_uint("DL_CKPT_KEEP", 0, 1000000, 0);
   o.retention.keep_best = env_uint("DL_CKPT_KEEP_BEST", 0, 1000000, 0);

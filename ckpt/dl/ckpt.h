@@ -87,11 +87,11 @@ struct Options {
   // How long rank 0 waits for the other ranks' shards before the save fails.
   std::chrono::seconds commit_timeout{600};
 
-  // Options from the environment: DL_CKPT_DIR (required), DL_CKPT_KEEP,
+  // Options from the environment: DL_CKPT_DIR (required unless `dir` is given), DL_CKPT_KEEP,
   // DL_CKPT_KEEP_BEST, DL_CKPT_METRIC, DL_CKPT_METRIC_MODE (min or max), DL_CKPT_RUN_ID,
   // the rank and world size from RANK/WORLD_SIZE (torchrun) or SLURM_PROCID/SLURM_NTASKS.
   // Throws dl::InputError naming the variable for a bad value.
-  static Options from_env();
+  static Options from_env(const std::string& dir = {});
 };
 
 // Saves checkpoints of one rank. Rank 0 commits a step once every rank's shard is on disk:
