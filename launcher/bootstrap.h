@@ -1,0 +1,29 @@
+// The rank bootstrap: through PMIx, each task learns its rank, the world size, its local
+// rank and size and its node's rank; rank 0 chooses MASTER_ADDR, MASTER_PORT, the NCCL
+// unique id, the checkpoint to resume from and its own control port, and one fence hands
+// them to every rank. PMIx is finalized before the program starts.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "core/launch.h"
+#include "launcher/nccl_id.h"
+#include "launcher/net.h"
+#include "launcher/resume.h"
+
+namespace dl {
+
+struct Bootstrap {
+  RankLayout layout;
+  Rendezvous rendezvous;
+  // Rank 0 only:
+  std::optional<net::Listener> control;
+  std::optional<NcclLibrary> nccl;  // keeps NCCL's bootstrap root alive
+  std::optional<ResumePoint> resume;
+};
+
+// Throws dl::SystemError (PMIx, sockets: naming nspace, rank and the reason).
+Bootstrap bootstrap(const std::string& ckpt_dir);
+
+}  // namespace dl
