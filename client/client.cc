@@ -5,6 +5,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <chrono>
 #include <cmath>
@@ -49,6 +51,13 @@ class Channel {
   // processes of the same rank (the seqlock lets dlrun read without locking).
   void write_metrics(std::int64_t step, const std::string& text) {
     std::lock_guard<std::mutex> lock(mutex_);
+    if (pid_ != ::getpid()) {
+      // A forked child shares the parent's open file, and with it the flock: its own
+      // descriptor makes the lock exclude the parent too.
+      fd_ = ::open(path_, O_RDWR | O_CLOEXEC);
+      if (fd_ < 0) throw system_error("open", path_);
+      pid_ = ::getpid();
+    }
     while (::flock(fd_, LOCK_EX) != 0) {
       if (errno != EINTR) throw system_error("lock", path_);
     }
@@ -78,10 +87,12 @@ class Channel {
                                std::to_string(channel::kVersion));
     }
     page_ = page;
+    pid_ = ::getpid();
   }
 
   const char* path_ = nullptr;
   int fd_ = -1;
+  pid_t pid_ = -1;
   Page* page_ = nullptr;
   std::mutex mutex_;
 };
