@@ -35,6 +35,22 @@ constexpr int kExitFailure = 1;
 // during the bootstrap; the threads PMIx and NCCL start inherit the mask.
 constexpr int kOwnedSignals[] = {SIGTERM, SIGINT, SIGUSR1, SIGUSR2, SIGCONT, SIGCHLD};
 
+// Why a signal cannot be the program's checkpoint request; nullptr if it can.
+const char* unusable_request_signal(int sig) {
+  switch (sig) {
+    case SIGUSR1: return "NCCL uses SIGUSR1";
+    case SIGTERM:
+    case SIGINT:
+    case SIGUSR2:
+    case SIGCONT:
+      return "Slurm sends it to every process of the step, so the program would get it twice";
+    case SIGKILL:
+    case SIGSTOP: return "a program cannot handle it";
+    case SIGCHLD: return "it reports the program's own children";
+    default: return nullptr;
+  }
+}
+
 UniqueFd own_signals() {
   sigset_t set;
   sigemptyset(&set);
@@ -172,14 +188,9 @@ int run(int argc, char** argv) {
     return kExitUsage;
   }
   options.ckpt_signal = parse_signal("--ckpt-signal", ckpt_signal);
-  for (const int owned : kOwnedSignals) {
-    if (options.ckpt_signal == owned || options.ckpt_signal == SIGKILL ||
-        options.ckpt_signal == SIGSTOP) {
-      throw InputError(fmt::format(
-          "--ckpt-signal={}: dlrun owns {} (Slurm sends it to every process of the step, or "
-          "the program cannot handle it); choose another, e.g. URG",
-          ckpt_signal, signal_name(options.ckpt_signal)));
-    }
+  if (const char* why = unusable_request_signal(options.ckpt_signal)) {
+    throw InputError(
+        fmt::format("--ckpt-signal={}: {}; choose another, e.g. URG", ckpt_signal, why));
   }
   options.status_interval =
       duration_option("--status-interval", status_interval, std::chrono::seconds(1));

@@ -113,6 +113,7 @@ class Supervisor {
   void on_rank0_readable();
   void on_accept();
   void on_peer_readable(Connection& c);
+  void process_lines(Connection& c);
   void drop_peer(Connection& c, const std::string& why);
   void tick(Steady::time_point now);
 
@@ -168,6 +169,7 @@ int Supervisor::run() {
         std::make_unique<Coordinator>(options_, job_, boot_.layout.world_size, boot_.resume,
                                       *channel_, [this](const Message& m) { broadcast(m); });
     coordinator_->start(Steady::now());
+    for (auto& c : peers_) process_lines(*c);
   }
   loop();
   return *end_code_;
@@ -208,7 +210,10 @@ void Supervisor::accept_all_ranks() {
       if (!read_some(c.fd.get(), data))
         throw SystemError("a rank hung up before saying which it is");
       c.in.append(data);
-      while (auto line = c.in.next_line()) {
+      // Only the HELLO here: a rank may already have sent more (its program may even
+      // have exited), which waits in the buffer for the coordinator.
+      if (c.rank >= 0) continue;
+      if (const auto line = c.in.next_line()) {
         const Message m = parse_message(*line);
         if (m.kind != MsgKind::hello || m.rank == 0 || m.rank >= boot_.layout.world_size ||
             said_hello_[m.rank]) {
@@ -446,6 +451,15 @@ void Supervisor::on_peer_readable(Connection& c) {
   }
   try {
     c.in.append(data);
+  } catch (const SystemError& e) {
+    drop_peer(c, e.what());
+    return;
+  }
+  process_lines(c);
+}
+
+void Supervisor::process_lines(Connection& c) {
+  try {
     while (auto line = c.in.next_line()) {
       coordinator_->on_message(static_cast<std::uint32_t>(c.rank), parse_message(*line),
                                Steady::now());
