@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <cstdlib>
+#include <future>
 
 #include "core/error.h"
 #include "core/log.h"
@@ -51,9 +52,26 @@ std::uint16_t choose_master_port(std::uint16_t control_port) {
   return *port;
 }
 
+struct NcclId {
+  std::optional<NcclLibrary> library;
+  std::string hex;
+};
+
+NcclId nccl_id() {
+  NcclId id;
+  id.library = NcclLibrary::load();
+  if (id.library) id.hex = id.library->unique_id_hex();
+  return id;
+}
+
 }  // namespace
 
 Bootstrap bootstrap(const std::string& ckpt_dir) {
+  // Every rank waits in the fence for rank 0, so rank 0 loads NCCL (tens of ms when
+  // cold) while PMIx initializes; srun already told it its rank.
+  const char* env_rank = std::getenv("PMIX_RANK");
+  std::future<NcclId> nccl;
+  if (env_rank && std::string(env_rank) == "0") nccl = std::async(std::launch::async, nccl_id);
   setenv(pmix::kStoreVariable, pmix::kStoreValue, 1);
   Bootstrap b;
   pmix::Session pmix;
@@ -69,8 +87,9 @@ Bootstrap bootstrap(const std::string& ckpt_dir) {
       b.control = net::listen_on_any_port(r.master_addr);
       r.control_port = b.control->port;
       r.master_port = choose_master_port(r.control_port);
-      b.nccl = NcclLibrary::load();
-      if (b.nccl) r.nccl_id_hex = b.nccl->unique_id_hex();
+      NcclId id = nccl.valid() ? nccl.get() : nccl_id();
+      b.nccl = std::move(id.library);
+      r.nccl_id_hex = std::move(id.hex);
       if (!ckpt_dir.empty()) {
         b.resume = newest_checkpoint(ckpt_dir);
         if (b.resume) {
