@@ -47,7 +47,7 @@ Coordinator::Coordinator(const SupervisorOptions& options, const JobSettings& jo
 void Coordinator::start(Steady::time_point now) {
   if (job_.ckpt_every) next_periodic_ = now + *job_.ckpt_every;
   next_status_ = now;
-  if (job_.ckpt_dir.empty()) {
+  if (job_.ckpt_dir.empty() || !job_.job) {
     // No place to keep a history: count every earlier run as a failure without progress.
     history_.failures = job_.restart_count;
     history_.stalled = job_.restart_count;
@@ -205,7 +205,7 @@ void Coordinator::end_run(RunEnd end, int code, const std::string& why, Steady::
   const RestartPolicy policy{job_.max_restarts, options_.max_stalled_restarts};
   const RestartDecision d = decide_restart(policy, history_, end, ckpt_at_start_, newest);
   const std::string history_file =
-      job_.ckpt_dir.empty() ? "" : history_path(job_.ckpt_dir, job_.job->to_string());
+      job_.ckpt_dir.empty() || !job_.job ? "" : history_path(job_.ckpt_dir, job_.job->to_string());
   const auto forget_history = [&] {
     if (history_file.empty()) return;
     try {
