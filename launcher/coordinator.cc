@@ -6,7 +6,7 @@
 
 #include "core/error.h"
 #include "core/log.h"
-#include "launcher/restart_state.h"
+#include "launcher/run_end.h"
 
 namespace dl {
 namespace {
@@ -47,17 +47,6 @@ Coordinator::Coordinator(const SupervisorOptions& options, const JobSettings& jo
 void Coordinator::start(Steady::time_point now) {
   if (job_.ckpt_every) next_periodic_ = now + *job_.ckpt_every;
   next_status_ = now;
-  if (job_.ckpt_dir.empty() || !job_.job) {
-    // No place to keep a history: count every earlier run as a failure without progress.
-    history_.failures = job_.restart_count;
-    history_.stalled = job_.restart_count;
-  } else {
-    try {
-      history_ = read_history(history_path(job_.ckpt_dir, job_.job->to_string()));
-    } catch (const std::exception& e) {
-      log(LogLevel::warning, "{}; starting a new restart history", e.what());
-    }
-  }
   refresh_job();
   if (job_info_) comment_prefix_ = comment_prefix(job_info_->comment);
   next_job_refresh_ = now + kJobRefresh;
@@ -190,83 +179,14 @@ void Coordinator::end_run(RunEnd end, int code, const std::string& why, Steady::
     log(LogLevel::error, "{}: stopping all ranks", why);
     broadcast_(end_message(code, why));
   }
-  std::optional<std::int64_t> newest;
-  if (!job_.ckpt_dir.empty()) {
-    try {
-      if (const auto r = newest_checkpoint(job_.ckpt_dir)) newest = r->step;
-    } catch (const std::exception& e) {
-      log(LogLevel::warning, "{}", e.what());
-    }
-  }
-  if (newest && (!ckpt_step_ || *newest > *ckpt_step_)) {
-    ckpt_step_ = newest;
+  const RunOutcome out = conclude_run(
+      job_, options_.max_stalled_restarts, end, code, why, ckpt_at_start_,
+      [&](JobPhase phase, const std::string& detail) { set_phase(phase, detail, now); });
+  if (out.newest_ckpt && (!ckpt_step_ || *out.newest_ckpt > *ckpt_step_)) {
+    ckpt_step_ = out.newest_ckpt;
     ckpt_time_ = WallClock::now();
   }
-  const RestartPolicy policy{job_.max_restarts, options_.max_stalled_restarts};
-  const RestartDecision d = decide_restart(policy, history_, end, ckpt_at_start_, newest);
-  const std::string history_file =
-      job_.ckpt_dir.empty() || !job_.job ? "" : history_path(job_.ckpt_dir, job_.job->to_string());
-  const auto forget_history = [&] {
-    if (history_file.empty()) return;
-    try {
-      remove_history(history_file);
-    } catch (const std::exception& e) {
-      log(LogLevel::warning, "{}", e.what());
-    }
-  };
-  int exit_code = code;
-  switch (d.action) {
-    case RestartAction::finish:
-      forget_history();
-      set_phase(JobPhase::completed, "", now);
-      break;
-    case RestartAction::fail:
-      forget_history();
-      log(LogLevel::error, "not requeued: {}", d.reason);
-      set_phase(JobPhase::failed, fmt::format("{}; {}", why, d.reason), now);
-      break;
-    case RestartAction::requeue:
-    case RestartAction::hold: {
-      const bool hold = d.action == RestartAction::hold;
-      refresh_job();
-      std::string blocker;
-      if (!job_.job) {
-        blocker = "not in a Slurm job";
-      } else if (job_info_ && job_info_->cancelled) {
-        blocker = "the job was cancelled";
-      } else if (job_info_ && !job_info_->batch) {
-        blocker = "only batch jobs can be requeued (submit with sbatch)";
-      }
-      if (end == RunEnd::stopped) exit_code = blocker.empty() ? kExitRequeued : kExitStopped;
-      if (!blocker.empty()) {
-        log(LogLevel::info, "{}: not requeued: {}", why, blocker);
-        set_phase(end == RunEnd::failed ? JobPhase::failed : JobPhase::stopped,
-                  fmt::format("{}; not requeued: {}", why, blocker), now);
-        break;
-      }
-      if (!history_file.empty()) {
-        try {
-          write_history(history_file, d.history);
-        } catch (const std::exception& e) {
-          log(LogLevel::warning, "{} (the restart guard will not see this run)", e.what());
-        }
-      }
-      set_phase(hold ? JobPhase::held : JobPhase::requeued, fmt::format("{}; {}", why, d.reason),
-                now);
-      try {
-        slurm::requeue(*job_.job, hold);
-        log(LogLevel::info, "{} job {}: {}", hold ? "held" : "requeued", job_.job->to_string(),
-            d.reason);
-      } catch (const std::exception& e) {
-        log(LogLevel::error, "{}", e.what());
-        set_phase(end == RunEnd::failed ? JobPhase::failed : JobPhase::stopped,
-                  fmt::format("{}; {}", why, e.what()), now);
-        if (end == RunEnd::stopped) exit_code = kExitStopped;
-      }
-      break;
-    }
-  }
-  if (end != RunEnd::failed) broadcast_(end_message(exit_code, why));
+  if (end != RunEnd::failed) broadcast_(end_message(out.exit_code, why));
 }
 
 void Coordinator::tick(Steady::time_point now) {

@@ -85,7 +85,6 @@ class Coordinator {
   std::optional<std::int64_t> ckpt_at_start_;
   std::optional<std::int64_t> ckpt_step_;
   WallClock::time_point ckpt_time_;
-  RestartHistory history_;
 };
 
 }  // namespace dl

@@ -19,11 +19,13 @@
 #include "core/log.h"
 #include "core/rank_log.h"
 #include "core/signals.h"
+#include "core/status.h"
 #include "launcher/channel_file.h"
 #include "launcher/coordinator.h"
 #include "launcher/net.h"
 #include "launcher/pmix_session.h"
 #include "launcher/program.h"
+#include "launcher/run_end.h"
 
 namespace dl {
 namespace {
@@ -111,6 +113,8 @@ class Supervisor {
   void on_program_output(UniqueFd& pipe, LinePrefixer& prefixer);
   void on_program_exit(int status);
   void on_rank0_readable();
+  void lost_rank0(const std::string& why);
+  void show_status_without_rank0(JobPhase phase, const std::string& detail);
   void on_accept();
   void on_peer_readable(Connection& c);
   void process_lines(Connection& c);
@@ -414,19 +418,46 @@ void Supervisor::on_rank0_readable() {
   std::string data;
   if (!read_some(up_->fd.get(), data)) {
     up_.reset();
-    if (!end_code_) {
-      log(LogLevel::error, "lost the connection to rank 0's dlrun: stopping");
-      end_program(kExitLost, "lost rank 0");
-    }
+    if (!end_code_) lost_rank0("its dlrun hung up");
     return;
   }
   try {
     up_->in.append(data);
     while (auto line = up_->in.next_line()) handle(parse_message(*line));
   } catch (const SystemError& e) {
-    log(LogLevel::error, "rank 0: {}", e.what());
     up_.reset();
-    end_program(kExitLost, "protocol error");
+    lost_rank0(e.what());
+  }
+}
+
+void Supervisor::lost_rank0(const std::string& why) {
+  log(LogLevel::error, "lost rank 0 ({}): stopping", why);
+  end_program(kExitLost, "lost rank 0");
+  // Rank 0's dlrun is gone, with its program (PR_SET_PDEATHSIG), and nobody else would
+  // requeue the job: rank 1 stands in, with the same decision rank 0 would have made.
+  if (rank_ != 1) return;
+  const std::optional<std::int64_t> resumed = boot_.rendezvous.resume_step >= 0
+                                                  ? std::optional(boot_.rendezvous.resume_step)
+                                                  : std::nullopt;
+  conclude_run(job_, options_.max_stalled_restarts, RunEnd::failed, kExitLost,
+               fmt::format("lost rank 0 ({})", why), resumed,
+               [this](JobPhase phase, const std::string& detail) {
+                 show_status_without_rank0(phase, detail);
+               });
+}
+
+void Supervisor::show_status_without_rank0(JobPhase phase, const std::string& detail) {
+  Status s;
+  s.phase = phase;
+  s.detail = detail;
+  const std::string text = format_status(s);
+  log(LogLevel::info, "{}", text);
+  if (!job_.job) return;
+  try {
+    const slurm::JobInfo info = slurm::load_job(*job_.job);
+    slurm::set_comment(*job_.job, merge_comment(comment_prefix(info.comment), text));
+  } catch (const std::exception& e) {
+    log(LogLevel::warning, "{}", e.what());
   }
 }
 

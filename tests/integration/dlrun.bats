@@ -135,6 +135,20 @@ job_comment() { scontrol show job "$1" | sed -n 's/^ *Comment=//p'; }
   [[ $(job_comment "$job") =~ RUNNING|REQUEUED ]]
 }
 
+@test "kill -9 of rank 0's dlrun itself: the other ranks stop and rank 1 requeues the job" {
+  job=$(submit -J "$(unique_name kill0)" -N2 --ntasks-per-node=2 --requeue -o out.txt \
+    --open-mode=append --wrap "srun --mpi=pmix $DLRUN $TRAINER --step-ms 100 --pid-dir $PWD")
+  wait_until 60 '[ "$(ls pid.* 2>/dev/null | wc -l)" -eq 4 ]'
+  pids=$(cat pid.*)
+  dlrun0=$(ps -o ppid= -p "$(cat pid.0)" | tr -d ' ')
+  [ "$(ps -o comm= -p "$dlrun0")" = dlrun ]
+  kill -9 "$dlrun0"
+  alive() { for p in $pids; do kill -0 "$p" 2>/dev/null && return 0; done; return 1; }
+  wait_until 10 '! alive'
+  wait_until 90 '[ "$(job_field "$job" Restarts)" = 1 ] && grep -q "restart=1" out.txt'
+  grep -q '\[rank 1@n[0-9]\] dlrun: requeued job' out.txt
+}
+
 @test "a job that never progresses ends held, with the reason in scontrol show job" {
   job=$(submit -J "$(unique_name stuck)" -N1 --requeue --dl-max-restarts=5 -o out.txt \
     --open-mode=append --wrap "srun --mpi=pmix $DLRUN --max-stalled-restarts=1 sh -c 'exit 1'")
