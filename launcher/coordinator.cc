@@ -271,7 +271,9 @@ void Coordinator::update_status(Steady::time_point now, bool urgent) {
   log(LogLevel::info, "{}", text);
   if (!job_.job || !job_info_) return;
   try {
-    slurm::set_comment(*job_.job, merge_comment(comment_prefix_, text));
+    if (!slurm::set_comment(*job_.job, merge_comment(comment_prefix_, text))) {
+      log(LogLevel::verbose, "the job has ended: its comment stays as it is");
+    }
   } catch (const std::exception& e) {
     log(LogLevel::warning, "{}", e.what());
   }

@@ -69,7 +69,9 @@ JobInfo load_job(const JobRef& job) {
     const slurm_job_info_t& j = msg->job_array[i];
     if (j.job_id != job.job_id) continue;
     JobInfo info;
-    if (j.time_limit != INFINITE && j.time_limit != NO_VAL && j.end_time > 0) {
+    // Once the job is cancelled or completing, end_time is when it ended: no deadline.
+    const bool running = (j.job_state & JOB_STATE_BASE) == JOB_RUNNING;
+    if (running && j.time_limit != INFINITE && j.time_limit != NO_VAL && j.end_time > 0) {
       info.end = WallClock::from_time_t(j.end_time);
     }
     info.comment = j.comment ? j.comment : "";
@@ -90,7 +92,7 @@ void requeue(const JobRef& job, bool hold) {
   }
 }
 
-void set_comment(const JobRef& job, const std::string& comment) {
+bool set_comment(const JobRef& job, const std::string& comment) {
   init();
   job_desc_msg_t desc;
   slurm_init_job_desc_msg(&desc);
@@ -107,11 +109,13 @@ void set_comment(const JobRef& job, const std::string& comment) {
     }
     slurm_free_job_array_resp(resp);
   }
-  if (rc != SLURM_SUCCESS) fail(fmt::format("update the comment of job {}", id));
+  if (rc != SLURM_SUCCESS && task_rc == SLURM_SUCCESS) task_rc = slurm_get_errno();
+  if (task_rc == ESLURM_JOB_FINISHED || task_rc == ESLURM_ALREADY_DONE) return false;
   if (task_rc != SLURM_SUCCESS) {
     throw SystemError(
         fmt::format("couldn't update the comment of job {}: {}", id, slurm_strerror(task_rc)));
   }
+  return true;
 }
 
 }  // namespace dl::slurm

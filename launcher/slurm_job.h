@@ -40,6 +40,7 @@ JobInfo load_job(const JobRef& job);
 // Requeues this job (array task); `hold` keeps it pending until `scontrol release`.
 void requeue(const JobRef& job, bool hold);
 
-void set_comment(const JobRef& job, const std::string& comment);
+// False when the job has already ended (a cancelled job's comment cannot change).
+bool set_comment(const JobRef& job, const std::string& comment);
 
 }  // namespace dl::slurm

@@ -143,7 +143,6 @@ class Supervisor {
   UniqueFd err_pipe_;
   std::unique_ptr<LinePrefixer> out_prefixer_;
   std::unique_ptr<LinePrefixer> err_prefixer_;
-  bool exit_reported_ = false;
   std::optional<LocalRound> round_;
 
   std::optional<int> end_code_;  // END received: stop the program, then exit with this
@@ -396,7 +395,6 @@ void Supervisor::on_program_exit(int status) {
     return;
   }
   if (status != 0) log(LogLevel::info, "program {}", how);
-  exit_reported_ = true;
   Message m;
   m.kind = MsgKind::exit;
   m.code = exit_code_of(status);
@@ -455,7 +453,9 @@ void Supervisor::show_status_without_rank0(JobPhase phase, const std::string& de
   if (!job_.job) return;
   try {
     const slurm::JobInfo info = slurm::load_job(*job_.job);
-    slurm::set_comment(*job_.job, merge_comment(comment_prefix(info.comment), text));
+    if (!slurm::set_comment(*job_.job, merge_comment(comment_prefix(info.comment), text))) {
+      log(LogLevel::verbose, "the job has ended: its comment stays as it is");
+    }
   } catch (const std::exception& e) {
     log(LogLevel::warning, "{}", e.what());
   }

@@ -22,7 +22,7 @@ wait_until() {
   shift
   local deadline=$((SECONDS + limit))
   while [ $SECONDS -lt $deadline ]; do
-    if eval "$@"; then return 0; fi
+    if eval "$@" 2>/dev/null; then return 0; fi
     sleep 0.2
   done
   echo "not true after ${limit}s: $*" >&2
@@ -107,6 +107,20 @@ job_comment() { scontrol show job "$1" | sed -n 's/^ *Comment=//p'; }
   [ "$(grep -c ' checkpoint rank=' out.txt)" -eq 4 ]
   [ "$(grep -c 'restart=1 resume=.*/step-' out.txt)" -eq 4 ]
   [ "$(grep -c 'done rank=[0-3] step=200' out.txt)" -eq 4 ]
+}
+
+@test "scancel: every rank checkpoints, and the cancelled job is not requeued" {
+  job=$(submit -J "$(unique_name cancel)" -N2 --ntasks-per-node=1 --requeue --dl-grace=20s \
+    -o out.txt --wrap "srun --mpi=pmix $DLRUN $TRAINER --step-ms 50")
+  wait_until 60 '[ "$(grep -c "start rank=" out.txt)" -eq 2 ]'
+  scancel "$job"
+  wait_state "$job" CANCELLED 30
+  wait_until 30 'grep -q "not requeued: the job was cancelled" out.txt'
+  [ "$(grep -c ' checkpoint rank=' out.txt)" -eq 2 ]
+  [ "$(job_field "$job" Restarts)" = 0 ]
+  sleep 12 # longer than the mini-cluster's requeue delay
+  [ "$(job_state "$job")" = CANCELLED ]
+  ! grep -q warning out.txt
 }
 
 @test "the deadline: dlrun checkpoints before the time limit without any signal, and the job resumes" {
