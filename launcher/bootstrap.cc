@@ -74,7 +74,8 @@ Bootstrap bootstrap(const std::string& ckpt_dir) {
   if (env_rank && std::string(env_rank) == "0") nccl = std::async(std::launch::async, nccl_id);
   setenv(pmix::kStoreVariable, pmix::kStoreValue, 1);
   Bootstrap b;
-  pmix::Session pmix;
+  b.pmix = std::make_unique<pmix::Session>();
+  pmix::Session& pmix = *b.pmix;
   b.layout.rank = pmix.rank();
   b.layout.world_size = pmix.job_size();
   b.layout.local_rank = pmix.local_rank();

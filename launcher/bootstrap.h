@@ -1,15 +1,17 @@
 // The rank bootstrap: through PMIx, each task learns its rank, the world size, its local
 // rank and size and its node's rank; rank 0 chooses MASTER_ADDR, MASTER_PORT, the NCCL
 // unique id, the checkpoint to resume from and its own control port, and one fence hands
-// them to every rank. PMIx is finalized before the program starts.
+// them to every rank.
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <string>
 
 #include "core/launch.h"
 #include "launcher/nccl_id.h"
 #include "launcher/net.h"
+#include "launcher/pmix_session.h"
 #include "launcher/resume.h"
 
 namespace dl {
@@ -17,6 +19,9 @@ namespace dl {
 struct Bootstrap {
   RankLayout layout;
   Rendezvous rendezvous;
+  // Finalized (reset) once the program has started: PMIx_Finalize waits for the server,
+  // and nothing needs that before the program runs.
+  std::unique_ptr<pmix::Session> pmix;
   // Rank 0 only:
   std::optional<net::Listener> control;
   std::optional<NcclLibrary> nccl;  // keeps NCCL's bootstrap root alive

@@ -21,6 +21,7 @@
 #include "core/signals.h"
 #include "core/spec.h"
 #include "launcher/bootstrap.h"
+#include "launcher/program.h"
 #include "launcher/supervisor.h"
 
 extern char** environ;
@@ -140,9 +141,10 @@ std::chrono::milliseconds duration_option(const char* option, const std::string&
 }
 
 int run(int argc, char** argv) {
+  Inherited inherited;
+  inherited.fds = open_fds();
   UniqueFd signals = own_signals();
-  std::vector<std::string> base_env;
-  for (char** e = environ; *e; ++e) base_env.emplace_back(*e);
+  for (char** e = environ; *e; ++e) inherited.env.emplace_back(*e);
 
   CLI::App app{
       "dlrun: runs one task of a deep-learning job under srun --mpi=pmix: rank bootstrap, "
@@ -234,7 +236,7 @@ int run(int argc, char** argv) {
     log(LogLevel::info, "resuming from {} (restart {})", boot.rendezvous.resume_from,
         job.restart_count);
   }
-  return supervise(options, job, std::move(boot), std::move(base_env), std::move(signals));
+  return supervise(options, job, std::move(boot), std::move(inherited), std::move(signals));
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 #include "launcher/program.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <signal.h>
@@ -7,7 +8,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 
 #include "core/error.h"
@@ -52,7 +55,31 @@ void make_pipe(UniqueFd& read_end, UniqueFd& write_end) {
   _exit(127);
 }
 
+// Libraries dlrun uses (PMIx, NCCL) open descriptors without O_CLOEXEC.
+void close_own_fds_at_exec(const ProgramSpec& spec) {
+  for (const int fd : open_fds()) {
+    if (fd <= STDERR_FILENO) continue;
+    if (std::find(spec.pass_fds.begin(), spec.pass_fds.end(), fd) != spec.pass_fds.end()) continue;
+    const int flags = fcntl(fd, F_GETFD);
+    if (flags >= 0) fcntl(fd, F_SETFD, flags | FD_CLOEXEC);
+  }
+}
+
 }  // namespace
+
+std::vector<int> open_fds() {
+  std::vector<int> fds;
+  DIR* dir = opendir("/proc/self/fd");
+  if (!dir) return fds;
+  const int own = dirfd(dir);
+  while (const dirent* e = readdir(dir)) {
+    if (e->d_name[0] == '.') continue;
+    const int fd = std::atoi(e->d_name);
+    if (fd != own) fds.push_back(fd);
+  }
+  closedir(dir);
+  return fds;
+}
 
 Program Program::start(const ProgramSpec& spec) {
   std::vector<char*> argv;
@@ -70,6 +97,7 @@ Program Program::start(const ProgramSpec& spec) {
   }
   // The child reports a failed exec through this pipe; a successful exec closes it.
   make_pipe(report_read, report_write);
+  close_own_fds_at_exec(spec);
   const pid_t parent = getpid();
   const pid_t pid = fork();
   if (pid < 0) fail(fmt::format("start '{}'", spec.argv.at(0)));

@@ -20,7 +20,13 @@ struct ProgramSpec {
   std::vector<int> ignored_signals;  // SIG_IGN survives exec and reaches its children
   bool capture_output = true;        // stdout/stderr through pipes (for the prefix)
   bool own_process_group = true;     // false for an interactive program on a terminal
+  // Descriptors beyond 0-2 the program gets (those dlrun itself inherited from
+  // slurmstepd); dlrun's own (PMIx, NCCL, its control connection) are closed at exec.
+  std::vector<int> pass_fds;
 };
+
+// The descriptors open in this process now (/proc/self/fd).
+std::vector<int> open_fds();
 
 class Program {
  public:

@@ -91,11 +91,11 @@ struct LocalRound {
 class Supervisor {
  public:
   Supervisor(const SupervisorOptions& options, const JobSettings& job, Bootstrap boot,
-             std::vector<std::string> base_env, UniqueFd signals)
+             Inherited inherited, UniqueFd signals)
       : options_(options),
         job_(job),
         boot_(std::move(boot)),
-        base_env_(std::move(base_env)),
+        inherited_(std::move(inherited)),
         signals_(std::move(signals)),
         rank_(boot_.layout.rank),
         coordinator_rank_(rank_ == 0) {}
@@ -131,7 +131,7 @@ class Supervisor {
   SupervisorOptions options_;
   JobSettings job_;
   Bootstrap boot_;
-  std::vector<std::string> base_env_;
+  Inherited inherited_;
   UniqueFd signals_;
   std::uint32_t rank_;
   bool coordinator_rank_;
@@ -167,6 +167,7 @@ int Supervisor::run() {
     connect_to_rank0();
   }
   start_program();
+  boot_.pmix.reset();
   if (coordinator_rank_) {
     coordinator_ =
         std::make_unique<Coordinator>(options_, job_, boot_.layout.world_size, boot_.resume,
@@ -266,7 +267,8 @@ void Supervisor::start_program() {
   changes.set.emplace_back(pmix::kStoreVariable, pmix::kStoreValue);
   ProgramSpec spec;
   spec.argv = options_.command;
-  spec.env = apply_env(base_env_, changes);
+  spec.env = apply_env(inherited_.env, changes);
+  spec.pass_fds = inherited_.fds;
   spec.ignored_signals = {SIGTERM, SIGINT, SIGUSR1, SIGUSR2};
   const bool tty = isatty(STDOUT_FILENO) || isatty(STDERR_FILENO);
   spec.capture_output = options_.prefix_output && !tty;
@@ -594,8 +596,8 @@ void Supervisor::loop() {
 }  // namespace
 
 int supervise(const SupervisorOptions& options, const JobSettings& job, Bootstrap boot,
-              std::vector<std::string> base_env, UniqueFd signals) {
-  Supervisor s(options, job, std::move(boot), std::move(base_env), std::move(signals));
+              Inherited inherited, UniqueFd signals) {
+  Supervisor s(options, job, std::move(boot), std::move(inherited), std::move(signals));
   return s.run();
 }
 

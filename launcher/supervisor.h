@@ -40,10 +40,15 @@ inline constexpr int kExitRequeued = 75;  // stopped after a checkpoint; requeue
 inline constexpr int kExitStopped = 143;  // stopped, but not requeued (128 + SIGTERM)
 inline constexpr int kExitLost = 1;       // lost contact with rank 0
 
+// What dlrun was started with, to hand on to the program.
+struct Inherited {
+  std::vector<std::string> env;
+  std::vector<int> fds;  // open descriptors, e.g. slurmstepd's
+};
+
 // Runs the command under supervision and returns dlrun's exit code. `signals` is a
-// signalfd for the signals dlrun owns (blocked since dlrun started); `base_env` the
-// environment dlrun was started with.
+// signalfd for the signals dlrun owns (blocked since dlrun started).
 int supervise(const SupervisorOptions& options, const JobSettings& job, Bootstrap boot,
-              std::vector<std::string> base_env, UniqueFd signals);
+              Inherited inherited, UniqueFd signals);
 
 }  // namespace dl
