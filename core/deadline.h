@@ -16,7 +16,6 @@ class SaveTimeEstimate {
   explicit SaveTimeEstimate(std::chrono::milliseconds declared) : declared_(declared) {}
   void record(std::chrono::milliseconds measured);
   std::chrono::milliseconds value() const { return measured_ ? *measured_ : declared_; }
-  bool measured() const { return measured_.has_value(); }
 
  private:
   std::chrono::milliseconds declared_;

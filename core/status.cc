@@ -43,6 +43,8 @@ std::string format_status(const Status& s) {
     // The comment is for people glancing at squeue; the full metrics are in the log.
     out += ", ";
     out += s.metrics.size() <= kMaxMetrics ? s.metrics : s.metrics.substr(0, kMaxMetrics) + "...";
+    if (s.metrics_step && s.metrics_step != s.step)
+      out += fmt::format(" (step {})", *s.metrics_step);
   }
   if (!s.detail.empty()) out += ": " + s.detail;
   return out;

@@ -20,6 +20,7 @@ struct Status {
   std::optional<std::int64_t> ckpt_step;         // the newest checkpoint
   std::optional<std::chrono::seconds> ckpt_age;  // how long ago it was written
   std::string metrics;                           // "loss=0.31 acc=0.9"
+  std::optional<std::int64_t> metrics_step;      // the step they belong to
   std::string detail;                            // why: for requeued, held, failed
 };
 

@@ -64,7 +64,6 @@ std::optional<ChannelFile::Metrics> ChannelFile::read_metrics() const {
   const std::int64_t before = page_->metrics_seq.load(std::memory_order_acquire);
   if (before % 2 != 0) return std::nullopt;
   Metrics m;
-  m.seq = before;
   m.step = page_->metrics_step.load(std::memory_order_relaxed);
   char buf[channel::kMetricsBytes];
   std::memcpy(buf, page_->metrics, sizeof buf);

@@ -26,10 +26,9 @@ class ChannelFile {
   const std::string& path() const { return path_; }
   channel::Page& page() const { return *page_; }
 
-  // The program's metrics and their step, read consistently without a lock (seqlock);
-  // empty while a writer is in the middle of an update.
+  // The program's last metrics and their step, read consistently without a lock
+  // (seqlock); nullopt while a writer is in the middle of an update.
   struct Metrics {
-    std::int64_t seq = 0;
     std::int64_t step = -1;
     std::string text;
   };

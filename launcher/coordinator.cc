@@ -265,7 +265,10 @@ void Coordinator::update_status(Steady::time_point now, bool urgent) {
     s.ckpt_step = ckpt_step_;
     s.ckpt_age = std::chrono::duration_cast<std::chrono::seconds>(WallClock::now() - ckpt_time_);
   }
-  if (const auto m = own_.read_metrics()) s.metrics = m->text;
+  if (const auto m = own_.read_metrics(); m && !m->text.empty()) {
+    s.metrics = m->text;
+    s.metrics_step = m->step;
+  }
   const std::string text = format_status(s);
   if (!limiter_.allow(now, text, urgent)) return;
   log(LogLevel::info, "{}", text);

@@ -44,8 +44,6 @@ class Coordinator {
   // The latest time tick() must run again.
   Steady::time_point next_wakeup(Steady::time_point now) const;
 
-  bool ending() const { return ending_; }
-
  private:
   void want(bool stop, const std::string& why, Steady::time_point now);
   void round_reports_complete(Steady::time_point now);

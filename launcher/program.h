@@ -38,8 +38,6 @@ class Program {
   Program& operator=(Program&&) = default;
 
   pid_t pid() const { return pid_; }
-  int stdout_fd() const { return out_.get(); }
-  int stderr_fd() const { return err_.get(); }
   UniqueFd& stdout_pipe() { return out_; }
   UniqueFd& stderr_pipe() { return err_; }
 

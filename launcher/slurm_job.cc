@@ -77,7 +77,6 @@ JobInfo load_job(const JobRef& job) {
     info.comment = j.comment ? j.comment : "";
     info.cancelled = (j.job_state & JOB_STATE_BASE) == JOB_CANCELLED;
     info.batch = j.batch_flag != 0;
-    info.restarts = j.restart_cnt;
     return info;
   }
   throw SystemError(

@@ -29,7 +29,6 @@ struct JobInfo {
   std::string comment;
   bool cancelled = false;  // scancel'ed: a stop signal must not requeue it
   bool batch = false;      // only batch jobs can be requeued
-  std::uint32_t restarts = 0;
 };
 
 // slurm_init once per process (reads SLURM_CONF like every Slurm command).

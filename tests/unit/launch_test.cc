@@ -197,7 +197,6 @@ TEST(Deadline, EndMinusSaveMinusMargin) {
 TEST(Deadline, MeasuredSaveTimeReplacesTheDeclaredOne) {
   SaveTimeEstimate e(120s);
   EXPECT_EQ(e.value(), 120s);
-  EXPECT_FALSE(e.measured());
   e.record(8s);
   EXPECT_EQ(e.value(), 8s);
   e.record(5s);
@@ -242,7 +241,11 @@ TEST(Status, ContractFormat) {
   s.ckpt_age = 130s;
   EXPECT_EQ(format_status(s), "RUNNING step 1200, ckpt 1100 (2m ago)");
   s.metrics = "loss=0.31";
+  s.metrics_step = 1200;
   EXPECT_EQ(format_status(s), "RUNNING step 1200, ckpt 1100 (2m ago), loss=0.31");
+  s.metrics_step = 1150;
+  EXPECT_EQ(format_status(s), "RUNNING step 1200, ckpt 1100 (2m ago), loss=0.31 (step 1150)")
+      << "metrics reported less often than steps";
   Status held;
   held.phase = JobPhase::held;
   held.step = 5;
