@@ -75,8 +75,8 @@ job_comment() { scontrol show job "$1" | sed -n 's/^ *Comment=//p'; }
   job=$(submit -J "$name" -N2 --ntasks-per-node=1 --requeue --dl-grace=30s -o out.txt \
     --open-mode=append --wrap "srun --mpi=pmix $DLRUN --status-interval=1s $TRAINER --steps 150 --step-ms 50")
   wait_until 60 'grep -q "RUNNING step" out.txt'
-  # The status line in the job comment.
-  [[ $(job_comment "$job") =~ ^dl\ \|\ RUNNING\ step\ [0-9]+ ]]
+  # The status line in the job comment, after job_submit/dl's part, which stays.
+  [[ $(job_comment "$job") =~ ^dl:\ no\ GPUs\ \|\ RUNNING\ step\ [0-9]+ ]]
   scancel --signal=TERM "$job"
   wait_state "$job" COMPLETED 120
   # Both ranks got one request and checkpointed at the same step.
@@ -90,13 +90,13 @@ job_comment() { scontrol show job "$1" | sed -n 's/^ *Comment=//p'; }
   resume=$(printf '%s/step-%09d' "$dir" "$step")
   [ "$(grep -c "start rank=[01] world=2 restart=1 resume=$resume first_step=$((step + 1))" out.txt)" -eq 2 ]
   [ "$(grep -c 'done rank=[01] step=150' out.txt)" -eq 2 ]
-  [[ $(job_comment "$job") =~ ^dl\ \|\ COMPLETED\ step\ 149 ]]
+  [[ $(job_comment "$job") =~ ^dl:\ no\ GPUs\ \|\ COMPLETED\ step\ 149 ]]
 }
 
 @test "a preempting job: the victim checkpoints in its grace time, requeues itself and resumes" {
   scontrol update PartitionName=low GraceTime=30
   name=$(unique_name preempt)
-  low=$(submit -p low -J "$name" -N4 --gpus-per-node=2 --requeue --dl-grace=20s -o out.txt \
+  low=$(submit -p low -J "$name" -N4 --gpus-per-node=2 --dl-preemptible --dl-grace=20s -o out.txt \
     --open-mode=append --wrap "srun --mpi=pmix $DLRUN $TRAINER --steps 200 --step-ms 50")
   wait_until 60 'grep -q "start rank=0" out.txt'
   high=$(submit -p high -N1 --gpus-per-node=2 -o high.txt --wrap 'echo high ran')
@@ -169,7 +169,7 @@ job_comment() { scontrol show job "$1" | sed -n 's/^ *Comment=//p'; }
   wait_until 90 '[ "$(job_field "$job" Restarts)" = 2 ] && [ "$(job_state "$job")" = PENDING ]'
   show=$(scontrol show job "$job")
   [[ $show =~ Reason=job_requeued_in_held_state ]]
-  [[ $show =~ Comment=dl\ \|\ HELD:\ rank\ 0\ exited\ with\ 1\;\ no\ newer\ checkpoint\ in\ 2\ runs\ in\ a\ row ]]
+  [[ $show =~ Comment=dl:\ no\ GPUs\ \|\ HELD:\ rank\ 0\ exited\ with\ 1\;\ no\ newer\ checkpoint\ in\ 2\ runs\ in\ a\ row ]]
   # Held: it stays pending.
   sleep 15
   [ "$(job_state "$job")" = PENDING ]
