@@ -66,12 +66,19 @@ NcclId nccl_id() {
 
 }  // namespace
 
-Bootstrap bootstrap(const std::string& ckpt_dir) {
+Bootstrap bootstrap(const std::string& ckpt_dir, CheckLevel resume_check) {
   // Every rank waits in the fence for rank 0, so rank 0 loads NCCL (tens of ms when
-  // cold) while PMIx initializes; srun already told it its rank.
+  // cold) and looks for the checkpoint to resume from while PMIx initializes; srun
+  // already told it its rank.
   const char* env_rank = std::getenv("PMIX_RANK");
   std::future<NcclId> nccl;
-  if (env_rank && std::string(env_rank) == "0") nccl = std::async(std::launch::async, nccl_id);
+  std::future<std::optional<ResumePoint>> resume;
+  if (env_rank && std::string(env_rank) == "0") {
+    nccl = std::async(std::launch::async, nccl_id);
+    if (!ckpt_dir.empty()) {
+      resume = std::async(std::launch::async, newest_checkpoint, ckpt_dir, resume_check);
+    }
+  }
   setenv(pmix::kStoreVariable, pmix::kStoreValue, 1);
   Bootstrap b;
   b.pmix = std::make_unique<pmix::Session>();
@@ -92,7 +99,7 @@ Bootstrap bootstrap(const std::string& ckpt_dir) {
       b.nccl = std::move(id.library);
       r.nccl_id_hex = std::move(id.hex);
       if (!ckpt_dir.empty()) {
-        b.resume = newest_checkpoint(ckpt_dir);
+        b.resume = resume.valid() ? resume.get() : newest_checkpoint(ckpt_dir, resume_check);
         if (b.resume) {
           r.resume_from = b.resume->path;
           r.resume_step = b.resume->step;

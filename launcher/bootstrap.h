@@ -28,7 +28,9 @@ struct Bootstrap {
   std::optional<ResumePoint> resume;
 };
 
-// Throws dl::SystemError (PMIx, sockets: naming nspace, rank and the reason).
-Bootstrap bootstrap(const std::string& ckpt_dir);
+// `resume_check`: how thoroughly rank 0 checks the checkpoint it hands out as
+// DL_RESUME_FROM. Throws dl::SystemError (PMIx, sockets: naming nspace, rank and the
+// reason; a checkpoint directory that cannot be read).
+Bootstrap bootstrap(const std::string& ckpt_dir, CheckLevel resume_check);
 
 }  // namespace dl

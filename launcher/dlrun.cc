@@ -157,6 +157,7 @@ int run(int argc, char** argv) {
   std::string deadline_margin = getenv_or("DL_DEADLINE_MARGIN", "30s");
   std::string kill_wait = getenv_or("DL_KILL_WAIT", "3s");
   std::string max_stalled = getenv_or("DL_MAX_STALLED_RESTARTS", "2");
+  std::string resume_verify = getenv_or("DL_RESUME_VERIFY", "full");
   bool no_prefix = false;
   bool verbose = false;
   app.add_option("--ckpt-signal", ckpt_signal,
@@ -171,6 +172,8 @@ int run(int argc, char** argv) {
                  "(default 3s)");
   app.add_option("--max-stalled-restarts", max_stalled,
                  "hold the job after N restarts in a row without a newer checkpoint (default 2)");
+  app.add_option("--resume-verify", resume_verify,
+                 "how DL_RESUME_FROM is checked: quick, metadata or full (default full)");
   app.add_flag("--no-prefix", no_prefix, "pass the program's output through without [rank N@node]");
   app.add_flag("-v,--verbose", verbose, "also log what dlrun does step by step");
   try {
@@ -202,6 +205,7 @@ int run(int argc, char** argv) {
   options.max_stalled_restarts =
       static_cast<std::uint32_t>(parse_uint("--max-stalled-restarts", max_stalled, 0, 1000));
   options.prefix_output = !no_prefix;
+  options.resume_check = parse_check_level("--resume-verify", resume_verify);
 
   require_pmix(argc, argv);
 
@@ -230,7 +234,7 @@ int run(int argc, char** argv) {
       parse_uint("SLURM_RESTART_COUNT", getenv_or("SLURM_RESTART_COUNT", "0"), 0, UINT32_MAX));
   job.job = slurm::job_from_env();
 
-  Bootstrap boot = bootstrap(job.ckpt_dir);
+  Bootstrap boot = bootstrap(job.ckpt_dir, options.resume_check);
   set_log_prefix(boot.layout.rank, job.node);
   if (boot.layout.rank == 0 && !boot.rendezvous.resume_from.empty()) {
     log(LogLevel::info, "resuming from {} (restart {})", boot.rendezvous.resume_from,

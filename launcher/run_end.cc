@@ -50,7 +50,10 @@ RunOutcome conclude_run(const JobSettings& job, std::uint32_t max_stalled_restar
   if (!history_file.empty()) {
     warn_on_error([&] { history = read_history(history_file); }, "starting a new restart history");
     warn_on_error([&] {
-      if (const auto r = newest_checkpoint(job.ckpt_dir)) out.newest_ckpt = r->step;
+      // Only whether the run left a newer committed checkpoint: no need to read it all.
+      if (const auto r = newest_checkpoint(job.ckpt_dir, CheckLevel::quick)) {
+        out.newest_ckpt = r->step;
+      }
     });
   }
   const RestartPolicy policy{job.max_restarts, max_stalled_restarts};

@@ -10,6 +10,7 @@
 
 #include "core/unique_fd.h"
 #include "launcher/bootstrap.h"
+#include "launcher/resume.h"
 #include "launcher/slurm_job.h"
 
 namespace dl {
@@ -22,6 +23,7 @@ struct SupervisorOptions {
   std::chrono::milliseconds kill_wait{3'000};
   std::uint32_t max_stalled_restarts = 2;
   bool prefix_output = true;
+  CheckLevel resume_check = CheckLevel::full;
 };
 
 // What the environment says about the job (the DL_* spec and Slurm's variables).

@@ -136,6 +136,38 @@ job_comment() { scontrol show job "$1" | sed -n 's/^ *Comment=//p'; }
   ! grep -q 'TIMEOUT\|DUE TO TIME LIMIT' out.txt
 }
 
+@test "DL_RESUME_FROM is the newest checkpoint that verifies: a corrupted newer one is skipped with a warning" {
+  name=$(unique_name verify)
+  job=$(submit -J "$name" -N2 --ntasks-per-node=1 --dl-ckpt-keep=3 -o first.txt \
+    --wrap "srun --mpi=pmix $DLRUN $TRAINER --steps 200 --step-ms 50")
+  wait_until 60 'grep -q "start rank=0" first.txt'
+  # Two checkpoints, on request (SIGUSR1: checkpoint and carry on).
+  scancel --signal=USR1 "$job"
+  wait_until 30 '[ "$(grep -c " checkpoint rank=" first.txt)" -eq 2 ]'
+  scancel --signal=USR1 "$job"
+  wait_until 30 '[ "$(grep -c " checkpoint rank=" first.txt)" -eq 4 ]'
+  wait_state "$job" COMPLETED 90
+  set -- $(grep ' checkpoint rank=0 ' first.txt | grep -o 'step=[0-9]*' | cut -d= -f2)
+  old=$1 new=$2
+  dir=$(dirname "$SLURM_CONF")/ckpt/$(id -un)/$name
+  # Flip one byte of rank 1's row in the newer checkpoint: only its checksum tells.
+  /usr/bin/python3 -c '
+import struct, sys
+path, step = sys.argv[1], int(sys.argv[2])
+data = bytearray(open(path, "rb").read())
+at = data.find(struct.pack("<4f", *[float(step)] * 4))
+assert at >= 0, "row not found"
+data[at + 1] ^= 0xFF
+open(path, "wb").write(data)
+' "$(printf '%s/step-%09d/shard-00001-of-00002.h5' "$dir" "$new")" "$new"
+  job2=$(submit -J "$name" -N2 --ntasks-per-node=1 --dl-ckpt-keep=3 -o second.txt \
+    --wrap "srun --mpi=pmix $DLRUN $TRAINER --steps $((new + 5)) --step-ms 50")
+  wait_state "$job2" COMPLETED 60
+  grep -q "rank 0@n[0-9]\] dlrun: warning: checkpoint .*/step-0*$new is unusable" second.txt
+  resume=$(printf '%s/step-%09d' "$dir" "$old")
+  [ "$(grep -c "resume=$resume first_step=$((old + 1))" second.txt)" -eq 2 ]
+}
+
 @test "kill -9 of one rank ends all ranks within 10 s and the job requeues" {
   job=$(submit -J "$(unique_name kill)" -N2 --ntasks-per-node=2 --requeue -o out.txt \
     --open-mode=append --wrap "srun --mpi=pmix $DLRUN $TRAINER --step-ms 100 --pid-dir $PWD")

@@ -1,6 +1,7 @@
 // Integration-test helper: a stand-in training program for dlrun. Every rank runs steps
-// of --step-ms, reports them with dl::report_step, and checkpoints when
-// dl::should_checkpoint() says so. It prints one line per event, for the tests to check:
+// of --step-ms, reports them with dl::report_step, and checkpoints with dl::ckpt (into
+// DL_CKPT_DIR) when dl::should_checkpoint() says so; a resumed run reads its part of the
+// checkpoint in DL_RESUME_FROM back and checks it. It prints one line per event:
 //   start rank=R world=W restart=C resume=PATH|none first_step=S
 //   request rank=R step=S        (dlrun's checkpoint request signal, SIGURG, arrived)
 //   checkpoint rank=R step=S
@@ -8,8 +9,6 @@
 // Options: --steps N (default: until stopped), --step-ms MS (default 100), --pid-dir DIR
 // (writes DIR/pid.R so a test can kill one rank), --crash-at-step S (exits 3 there on the
 // first run only).
-#include <fcntl.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -19,11 +18,13 @@
 #include <cstdlib>
 #include <exception>
 #include <fstream>
-#include <iterator>
+#include <optional>
 #include <stdexcept>
+#include <vector>
 #include <string>
 #include <thread>
 
+#include "dl/ckpt.h"
 #include "dl/client.h"
 
 namespace {
@@ -37,33 +38,32 @@ long env_long(const char* name, long fallback) {
   return v && *v ? std::strtol(v, nullptr, 10) : fallback;
 }
 
-// The checkpoint: rank 0 writes DIR/step-%09d/manifest.json and points DIR/latest at it,
-// each atomically (write, fsync, rename).
-void write_file_atomically(const std::string& path, const std::string& text) {
-  const std::string tmp = path + ".tmp";
-  const int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-  if (fd < 0 || write(fd, text.data(), text.size()) != static_cast<ssize_t>(text.size()) ||
-      fsync(fd) != 0 || close(fd) != 0 || rename(tmp.c_str(), path.c_str()) != 0) {
-    throw std::runtime_error("couldn't write " + path);
+// The model: one row of 4 floats per rank, all equal to the step that produced them, so
+// that a resumed run can check it got back what was saved.
+constexpr std::uint64_t kCols = 4;
+
+void save_checkpoint(dl::ckpt::Checkpointer& ckpt, long rank, long world, long step) {
+  std::vector<float> row(kCols, static_cast<float>(step));
+  dl::ckpt::State state;
+  state.meta.step = static_cast<std::uint64_t>(step);
+  state.tensors.push_back({"model/w", dl::ckpt::DType::f32, {1, kCols}, row.data(),
+                           {static_cast<std::uint64_t>(world), kCols},
+                           {static_cast<std::uint64_t>(rank), 0}});
+  ckpt.save(state);  // durable (on rank 0: committed) when it returns
+}
+
+// The step of the checkpoint to resume from, after reading this rank's row back (every
+// read verifies its checksum).
+long load_checkpoint(const std::string& path, long rank) {
+  const dl::ckpt::Reader reader = dl::ckpt::Reader::open(path);
+  std::vector<float> row(kCols);
+  reader.read("model/w", dl::ckpt::DType::f32, row.data(),
+              {{static_cast<std::uint64_t>(rank), 0}, {1, kCols}});
+  const long step = static_cast<long>(reader.metadata().step);
+  for (const float v : row) {
+    if (v != static_cast<float>(step)) throw std::runtime_error("restored values do not match");
   }
-}
-
-void save_checkpoint(const std::string& dir, long rank, long step) {
-  if (rank != 0) return;
-  char name[32];
-  std::snprintf(name, sizeof name, "step-%09ld", step);
-  const std::string step_dir = dir + "/" + name;
-  mkdir(step_dir.c_str(), 0700);
-  write_file_atomically(step_dir + "/manifest.json", "{\"step\": " + std::to_string(step) + "}\n");
-  write_file_atomically(dir + "/latest", std::string(name) + "\n");
-}
-
-long step_of_checkpoint(const std::string& path) {
-  std::ifstream in(path + "/manifest.json");
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  const auto colon = text.find(':');
-  if (colon == std::string::npos) throw std::runtime_error("no step in " + path);
-  return std::strtol(text.c_str() + colon + 1, nullptr, 10);
+  return step;
 }
 
 }  // namespace
@@ -92,13 +92,14 @@ int main(int argc, char** argv) {
     const long rank = env_long("RANK", 0);
     const long world = env_long("WORLD_SIZE", 1);
     const long restart = env_long("DL_RESTART_COUNT", 0);
-    const char* ckpt_dir = std::getenv("DL_CKPT_DIR");
+    std::optional<dl::ckpt::Checkpointer> ckpt;
+    if (std::getenv("DL_CKPT_DIR")) ckpt.emplace(dl::ckpt::Options::from_env());
     if (!pid_dir.empty()) {
       std::ofstream(pid_dir + "/pid." + std::to_string(rank)) << getpid() << "\n";
     }
     std::signal(SIGURG, on_request);
     const auto resume = dl::resume_path();
-    const long first = resume ? step_of_checkpoint(*resume) + 1 : 0;
+    const long first = resume ? load_checkpoint(*resume, rank) + 1 : 0;
     std::printf("start rank=%ld world=%ld restart=%ld resume=%s first_step=%ld\n", rank, world,
                 restart, resume ? resume->c_str() : "none", first);
     std::fflush(stdout);
@@ -113,7 +114,7 @@ int main(int argc, char** argv) {
       }
       dl::report_metrics(step, {{"loss", 1.0 / static_cast<double>(step + 1)}});
       if (dl::should_checkpoint()) {
-        if (ckpt_dir) save_checkpoint(ckpt_dir, rank, step);
+        if (ckpt) save_checkpoint(*ckpt, rank, world, step);
         dl::checkpoint_done(step);
         std::printf("checkpoint rank=%ld step=%ld\n", rank, step);
         std::fflush(stdout);
