@@ -3,11 +3,31 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
 
 namespace dl {
+namespace {
+
+// json's get<int>() casts whatever number it finds, a float or one out of range too.
+std::int64_t whole_number(const nlohmann::json& j, const char* key, std::int64_t min,
+                          std::int64_t max) {
+  const nlohmann::json& v = j.at(key);
+  const bool in_range =
+      v.is_number_unsigned()  ? v.get<std::uint64_t>() <= static_cast<std::uint64_t>(max)
+      : v.is_number_integer() ? v.get<std::int64_t>() >= min && v.get<std::int64_t>() <= max
+                              : false;
+  if (!in_range ||
+      (v.is_number_unsigned() && static_cast<std::int64_t>(v.get<std::uint64_t>()) < min)) {
+    throw SystemError(fmt::format("{} is not a whole number from {} to {}", key, min, max));
+  }
+  return v.is_number_unsigned() ? static_cast<std::int64_t>(v.get<std::uint64_t>())
+                                : v.get<std::int64_t>();
+}
+
+}  // namespace
 
 std::string encode_rendezvous(const Rendezvous& r) {
   if (!r.error.empty()) return nlohmann::json{{"error", r.error}}.dump();
@@ -26,11 +46,11 @@ Rendezvous decode_rendezvous(std::string_view text) {
       return r;
     }
     r.master_addr = j.at("addr").get<std::string>();
-    r.master_port = j.at("port").get<std::uint16_t>();
-    r.control_port = j.at("ctrl").get<std::uint16_t>();
+    r.master_port = static_cast<std::uint16_t>(whole_number(j, "port", 0, 65535));
+    r.control_port = static_cast<std::uint16_t>(whole_number(j, "ctrl", 0, 65535));
     r.nccl_id_hex = j.at("nccl").get<std::string>();
     r.resume_from = j.at("resume").get<std::string>();
-    r.resume_step = j.at("resume_step").get<std::int64_t>();
+    r.resume_step = whole_number(j, "resume_step", -1, INT64_MAX);
     if (r.master_addr.empty() || r.master_port == 0 || r.control_port == 0) {
       throw SystemError("address or port missing");
     }

@@ -106,6 +106,13 @@ TEST(Rendezvous, RoundTripsAndRejectsGarbage) {
   EXPECT_THROW(decode_rendezvous(R"({"addr":"","port":1,"ctrl":2,"nccl":"","resume":"",)"
                                  R"("resume_step":-1})"),
                SystemError);
+  for (const char* bad :
+       {R"({"addr":"a","port":70000,"ctrl":2,"nccl":"","resume":"","resume_step":-1})",
+        R"({"addr":"a","port":1.5,"ctrl":2,"nccl":"","resume":"","resume_step":-1})",
+        R"({"addr":"a","port":1,"ctrl":2,"nccl":"","resume":"","resume_step":-2})",
+        R"({"addr":"a","port":1,"ctrl":2,"nccl":"","resume":"","resume_step":1e300})"}) {
+    EXPECT_THROW(decode_rendezvous(bad), SystemError) << bad;
+  }
   Rendezvous failed;
   failed.error = "no free port";
   EXPECT_EQ(decode_rendezvous(encode_rendezvous(failed)).error, "no free port");
