@@ -7,6 +7,16 @@
 
 namespace dl::pmix {
 
+// The PMIx store every client under dlrun must use, set as PMIX_MCA_gds before PMIx_Init
+// in dlrun and in the program's environment. PMIx 4.2's shared-memory store (gds/ds21)
+// is filled by the first client that connects on a node, and every client that opens it
+// takes one of local_size lock slots for good. A second client per rank (dlrun, then the
+// MPI library of the program it starts) therefore either takes the slot the program
+// needs or leaves the store empty, and Open MPI's MPI_Init aborts. The per-process store
+// ("hash") gets the job's data in the connection reply, however many clients connect.
+inline constexpr const char* kStoreVariable = "PMIX_MCA_gds";
+inline constexpr const char* kStoreValue = "hash";
+
 class Session {
  public:
   // PMIx_Init; throws dl::SystemError when this process was not started by a

@@ -1,0 +1,184 @@
+#include "dl/client.h"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <thread>
+
+#include "client/channel.h"
+
+namespace dl {
+namespace {
+
+using channel::Page;
+
+// How long report_step waits for an agreed step. dlrun answers within a second; this
+// only matters when dlrun itself is gone, and then the program should carry on rather
+// than hang (it is killed with dlrun anyway).
+constexpr std::chrono::seconds kWaitLimit{60};
+constexpr std::chrono::milliseconds kPollInterval{1};
+
+std::runtime_error system_error(const std::string& what, const char* path) {
+  return std::runtime_error("dl: couldn't " + what + " DL_CLIENT_FILE=" + path + ": " +
+                            std::strerror(errno));
+}
+
+// The mapping of DL_CLIENT_FILE, made on first use. Never unmapped: child processes and
+// other threads may still use it while the process exits.
+class Channel {
+ public:
+  static Channel& get() {
+    static Channel instance;
+    return instance;
+  }
+
+  Page* page() const { return page_; }
+
+  // Serializes metrics writers of this process and, through the file lock, of other
+  // processes of the same rank (the seqlock lets dlrun read without locking).
+  void write_metrics(std::int64_t step, const std::string& text) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (pid_ != ::getpid()) {
+      // A forked child shares the parent's open file, and with it the flock: its own
+      // descriptor makes the lock exclude the parent too.
+      fd_ = ::open(path_, O_RDWR | O_CLOEXEC);
+      if (fd_ < 0) throw system_error("open", path_);
+      pid_ = ::getpid();
+    }
+    while (::flock(fd_, LOCK_EX) != 0) {
+      if (errno != EINTR) throw system_error("lock", path_);
+    }
+    const std::int64_t seq = page_->metrics_seq.load(std::memory_order_relaxed);
+    page_->metrics_seq.store(seq + 1, std::memory_order_release);
+    std::atomic_thread_fence(std::memory_order_release);
+    const std::size_t n = std::min(text.size(), channel::kMetricsBytes - 1);
+    std::memcpy(page_->metrics, text.data(), n);
+    page_->metrics[n] = '\0';
+    page_->metrics_step.store(step, std::memory_order_relaxed);
+    page_->metrics_seq.store(seq + 2, std::memory_order_release);
+    ::flock(fd_, LOCK_UN);
+  }
+
+ private:
+  Channel() {
+    path_ = std::getenv("DL_CLIENT_FILE");
+    if (path_ == nullptr || *path_ == '\0') return;
+    fd_ = ::open(path_, O_RDWR | O_CLOEXEC);
+    if (fd_ < 0) throw system_error("open", path_);
+    void* p = ::mmap(nullptr, channel::kSize, PROT_READ | PROT_WRITE, MAP_SHARED, fd_, 0);
+    if (p == MAP_FAILED) throw system_error("map", path_);
+    auto* page = static_cast<Page*>(p);
+    if (page->magic != channel::kMagic || page->version != channel::kVersion) {
+      throw std::runtime_error(std::string("dl: DL_CLIENT_FILE=") + path_ +
+                               " is not a dlrun channel of version " +
+                               std::to_string(channel::kVersion));
+    }
+    page_ = page;
+    pid_ = ::getpid();
+  }
+
+  const char* path_ = nullptr;
+  int fd_ = -1;
+  pid_t pid_ = -1;
+  Page* page_ = nullptr;
+  std::mutex mutex_;
+};
+
+void check_step(const char* verb, std::int64_t step) {
+  if (step < 0) {
+    throw std::invalid_argument(std::string("dl::") + verb + "(" + std::to_string(step) +
+                                "): the step must be >= 0");
+  }
+}
+
+bool valid_metric_name(const std::string& name) {
+  if (name.empty() || name.size() > 64) return false;
+  for (const unsigned char c : name) {
+    if (!std::isalnum(c) && std::strchr("_.-/:", c) == nullptr) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+bool should_checkpoint() {
+  const Page* p = Channel::get().page();
+  if (p == nullptr) return false;
+  return channel::checkpoint_due(
+      p->step.load(std::memory_order_acquire), p->target_seq.load(std::memory_order_acquire),
+      p->target_step.load(std::memory_order_acquire), p->done_seq.load(std::memory_order_acquire));
+}
+
+void report_step(std::int64_t step) {
+  check_step("report_step", step);
+  Page* p = Channel::get().page();
+  if (p == nullptr) return;
+  p->step.store(step, std::memory_order_release);
+  const std::int64_t request = p->request_seq.load(std::memory_order_acquire);
+  if (!channel::must_wait_for_target(request, p->target_seq.load(std::memory_order_acquire))) {
+    return;
+  }
+  p->frozen_seq.store(request, std::memory_order_release);
+  const auto limit = std::chrono::steady_clock::now() + kWaitLimit;
+  while (channel::must_wait_for_target(p->request_seq.load(std::memory_order_acquire),
+                                       p->target_seq.load(std::memory_order_acquire))) {
+    if (std::chrono::steady_clock::now() > limit) {
+      std::fprintf(stderr, "dl: no checkpoint step from dlrun after %llds; continuing\n",
+                   static_cast<long long>(kWaitLimit.count()));
+      return;
+    }
+    std::this_thread::sleep_for(kPollInterval);
+  }
+}
+
+void report_metrics(std::int64_t step, const std::map<std::string, double>& metrics) {
+  check_step("report_metrics", step);
+  std::string text;
+  for (const auto& [name, value] : metrics) {
+    if (!valid_metric_name(name)) {
+      throw std::invalid_argument("dl::report_metrics: metric name '" + name +
+                                  "': expected 1 to 64 letters, digits or _.-/:");
+    }
+    if (!std::isfinite(value)) {
+      throw std::invalid_argument("dl::report_metrics: metric '" + name + "' is not finite");
+    }
+    char buf[96];
+    std::snprintf(buf, sizeof buf, "%s%s=%.6g", text.empty() ? "" : " ", name.c_str(), value);
+    text += buf;
+  }
+  Channel& c = Channel::get();
+  if (c.page() == nullptr) return;
+  c.write_metrics(step, text);
+}
+
+std::optional<std::string> resume_path() {
+  const char* path = std::getenv("DL_RESUME_FROM");
+  if (path == nullptr || *path == '\0') return std::nullopt;
+  return std::string(path);
+}
+
+void checkpoint_done(std::int64_t step) {
+  check_step("checkpoint_done", step);
+  Page* p = Channel::get().page();
+  if (p == nullptr) return;
+  p->done_step.store(step, std::memory_order_release);
+  const std::int64_t target = p->target_seq.load(std::memory_order_acquire);
+  if (target > 0 && step >= p->target_step.load(std::memory_order_acquire)) {
+    p->done_seq.store(target, std::memory_order_release);
+  }
+}
+
+}  // namespace dl

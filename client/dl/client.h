@@ -1,0 +1,54 @@
+// The slurm-dl client API for training programs run by dlrun (`srun --mpi=pmix dlrun
+// ./train`). The same verbs exist in Python (`import slurm_dl`).
+//
+//   for (std::int64_t step = first; step < steps; ++step) {
+//     train_one_step();
+//     dl::report_step(step);
+//     if (dl::should_checkpoint()) {
+//       save(step);                 // e.g. with dl::ckpt
+//       dl::checkpoint_done(step);
+//     }
+//   }
+//
+// dlrun asks for a checkpoint when the job is preempted, reaches its deadline, gets a
+// stop signal, or every --dl-ckpt-every. All ranks agree on the step: should_checkpoint()
+// becomes true at the same step on every rank, so call report_step() with the same steps
+// on every rank. When the checkpoint ends the run, dlrun stops the program after
+// checkpoint_done(), or once the grace time is over.
+//
+// Outside dlrun every call is a cheap no-op: should_checkpoint() is false and
+// resume_path() reads DL_RESUME_FROM. Calls are safe from several threads and from
+// child processes (fork or spawn); report_step and report_metrics from one process per
+// rank. Failures (an unreadable DL_CLIENT_FILE, a negative step, a bad metric name)
+// throw std::runtime_error or std::invalid_argument.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+
+namespace dl {
+
+// True when this rank should write its checkpoint now, at the step it last reported.
+// Stays true until checkpoint_done().
+bool should_checkpoint();
+
+// The step the program has just finished (>= 0). While a checkpoint round is being
+// agreed, this waits (typically milliseconds) until the step is known, so that no rank
+// runs past it.
+void report_step(std::int64_t step);
+
+// Metrics for the log and the job's status line, e.g. {{"loss", 0.31}}. Names are
+// letters, digits and "_.-/:"; values finite.
+void report_metrics(std::int64_t step, const std::map<std::string, double>& metrics);
+
+// The newest checkpoint that verifies (DL_RESUME_FROM), or nullopt for a fresh start.
+std::optional<std::string> resume_path();
+
+// The checkpoint of `step` is durable (on every rank's side: call it after your save
+// returned). Also call it for checkpoints the program writes on its own schedule: dlrun
+// shows the newest in the job's status line.
+void checkpoint_done(std::int64_t step);
+
+}  // namespace dl

@@ -1,0 +1,63 @@
+// The checkpoint-step agreement: all ranks checkpoint at the same step.
+//
+// Rank 0's dlrun runs one round per checkpoint request:
+//   1. PREPARE: every dlrun raises the request in its program's shared page. At its next
+//      report_step(s) the program stops and waits ("frozen at s"): it cannot pass a step
+//      whose checkpoint it does not know about.
+//   2. Every dlrun answers with its program's last step and whether it is frozen there.
+//      A program busy in a long step (or blocked in a collective with a frozen peer) is
+//      answered for after a short wait, unfrozen.
+//   3. TARGET: rank 0 picks the step (agree_on_step) and every dlrun publishes it. Each
+//      program checkpoints at the first step it reports that is >= the target. Ranks
+//      report the same sequence of steps, so that is the same step everywhere.
+//   4. DONE: every dlrun reports when its program called checkpoint_done(step >= target)
+//      or exited; the round is complete when all have.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace dl {
+
+struct StepReport {
+  bool frozen = false;     // the program waits at `step` for the target
+  std::int64_t step = -1;  // its last reported step; -1: it never reported one
+};
+
+// The smallest step no rank can have passed without knowing the target: a frozen rank
+// stays at its step, a running one reaches at least step + 1. -1 when no rank uses the
+// client API.
+std::int64_t agree_on_step(const std::vector<StepReport>& reports);
+
+// Rank 0's bookkeeping for one round.
+class CheckpointRound {
+ public:
+  CheckpointRound(std::uint64_t seq, std::uint32_t world_size, bool stop);
+
+  std::uint64_t seq() const { return seq_; }
+  // Whether the run ends after this checkpoint (preemption, deadline, a stop signal);
+  // a periodic round becomes one when a stop request arrives during it.
+  bool stop() const { return stop_; }
+  void make_stop() { stop_ = true; }
+
+  // Phase 2. Later reports of the same rank are ignored.
+  void report(std::uint32_t rank, StepReport r);
+  bool reports_complete() const;
+  // Valid once reports_complete().
+  std::int64_t target() const;
+
+  // Phase 4. A rank whose program exited counts as reported and done.
+  void done(std::uint32_t rank);
+  void exited(std::uint32_t rank);
+  bool complete() const;
+  std::uint32_t outstanding() const;
+
+ private:
+  std::uint64_t seq_;
+  bool stop_;
+  std::vector<bool> reported_;
+  std::vector<StepReport> reports_;
+  std::vector<bool> done_;
+};
+
+}  // namespace dl

@@ -1,0 +1,74 @@
+#include "core/restart.h"
+
+#include <fmt/format.h>
+
+#include "core/error.h"
+#include "core/parse.h"
+
+namespace dl {
+
+std::string encode_history(const RestartHistory& h) {
+  return fmt::format("failures={} stalled={}\n", h.failures, h.stalled);
+}
+
+RestartHistory decode_history(std::string_view text) {
+  const auto fail = [&] {
+    return InputError(fmt::format("restart history '{}': expected 'failures=N stalled=N'", text));
+  };
+  if (!text.empty() && text.back() == '\n') text.remove_suffix(1);
+  constexpr std::string_view kFailures = "failures=";
+  constexpr std::string_view kStalled = " stalled=";
+  const std::size_t mid = text.find(kStalled);
+  if (text.substr(0, kFailures.size()) != kFailures || mid == std::string_view::npos) {
+    throw fail();
+  }
+  RestartHistory h;
+  try {
+    h.failures = static_cast<std::uint32_t>(
+        parse_uint("failures", text.substr(kFailures.size(), mid - kFailures.size()), 0, 1u << 30));
+    h.stalled = static_cast<std::uint32_t>(
+        parse_uint("stalled", text.substr(mid + kStalled.size()), 0, 1u << 30));
+  } catch (const InputError&) {
+    throw fail();
+  }
+  return h;
+}
+
+RestartDecision decide_restart(const RestartPolicy& policy, const RestartHistory& history,
+                               RunEnd end, std::optional<std::int64_t> ckpt_before,
+                               std::optional<std::int64_t> ckpt_after) {
+  RestartDecision d;
+  d.history = history;
+  if (end == RunEnd::completed) {
+    d.action = RestartAction::finish;
+    d.reason = "completed";
+    return d;
+  }
+  const bool advanced = ckpt_after && (!ckpt_before || *ckpt_after > *ckpt_before);
+  d.history.stalled = advanced ? 0 : history.stalled + 1;
+  const std::string where =
+      ckpt_after ? fmt::format("still at step {}", *ckpt_after) : "no checkpoint yet";
+  if (end == RunEnd::failed) {
+    d.history.failures = history.failures + 1;
+    if (d.history.failures > policy.max_restarts) {
+      d.action = RestartAction::fail;
+      d.reason = fmt::format("no restarts left ({} failures, --dl-max-restarts={})",
+                             d.history.failures, policy.max_restarts);
+      return d;
+    }
+  }
+  // The first run is not a restart: k restarts without progress are k+1 runs.
+  if (d.history.stalled > policy.max_stalled_restarts) {
+    d.action = RestartAction::hold;
+    d.reason =
+        fmt::format("no newer checkpoint in {} runs in a row ({})", d.history.stalled, where);
+    return d;
+  }
+  d.action = RestartAction::requeue;
+  d.reason = end == RunEnd::failed ? fmt::format("restart {} of {} after a failure",
+                                                 d.history.failures, policy.max_restarts)
+                                   : "requeued to resume from its checkpoint";
+  return d;
+}
+
+}  // namespace dl

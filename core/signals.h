@@ -1,0 +1,16 @@
+// Signal names for options such as dlrun's --ckpt-signal.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+namespace dl {
+
+// "USR2", "SIGUSR2" or "12" -> 12; "none" -> 0. Throws dl::InputError naming the option
+// and the value.
+int parse_signal(std::string_view option, std::string_view text);
+
+// 12 -> "SIGUSR2"; "signal 42" for one without a name.
+std::string signal_name(int sig);
+
+}  // namespace dl

@@ -1,0 +1,125 @@
+#include "launcher/bootstrap.h"
+
+#include <fmt/format.h>
+
+#include <cstdlib>
+#include <future>
+
+#include "core/error.h"
+#include "core/log.h"
+#include "core/ports.h"
+#include "launcher/pmix_session.h"
+
+namespace dl {
+namespace {
+
+constexpr const char* kRendezvousKey = "dl.rendezvous";
+
+std::string env_or_empty(const char* name) {
+  const char* v = std::getenv(name);
+  return v ? v : "";
+}
+
+// An address of this node that the other nodes reach: the one the kernel uses towards
+// the node srun runs on (slurmd reaches srun through it too). In a network namespace
+// that is the namespace's own address.
+std::string choose_master_addr() {
+  const std::string launch = env_or_empty("SLURM_LAUNCH_NODE_IPADDR");
+  if (!launch.empty()) return net::local_address_towards(launch);
+  return net::host_address();
+}
+
+std::uint16_t choose_master_port(std::uint16_t control_port) {
+  const std::string reserved = env_or_empty("SLURM_STEP_RESV_PORTS");
+  if (reserved.empty()) {
+    // Without MpiParams=ports Slurm reserves nothing: take a port the kernel considers
+    // free now. Another job could still bind it before the program does.
+    const net::Listener probe = net::listen_on_any_port("0.0.0.0");
+    log(LogLevel::verbose,
+        "no SLURM_STEP_RESV_PORTS (set MpiParams=ports=... in slurm.conf): MASTER_PORT={} is "
+        "free now but not reserved",
+        probe.port);
+    return probe.port;
+  }
+  const auto port = first_free_port(parse_port_list(reserved), [&](std::uint16_t p) {
+    return p != control_port && net::tcp_port_free(p);
+  });
+  if (!port) {
+    throw SystemError(fmt::format(
+        "couldn't choose MASTER_PORT: every port Slurm reserved for this step ({}) is in use",
+        reserved));
+  }
+  return *port;
+}
+
+struct NcclId {
+  std::optional<NcclLibrary> library;
+  std::string hex;
+};
+
+NcclId nccl_id() {
+  NcclId id;
+  id.library = NcclLibrary::load();
+  if (id.library) id.hex = id.library->unique_id_hex();
+  return id;
+}
+
+}  // namespace
+
+Bootstrap bootstrap(const std::string& ckpt_dir, CheckLevel resume_check) {
+  // Every rank waits in the fence for rank 0, so rank 0 loads NCCL (tens of ms when
+  // cold) and looks for the checkpoint to resume from while PMIx initializes; srun
+  // already told it its rank.
+  const char* env_rank = std::getenv("PMIX_RANK");
+  std::future<NcclId> nccl;
+  std::future<std::optional<ResumePoint>> resume;
+  if (env_rank && std::string(env_rank) == "0") {
+    nccl = std::async(std::launch::async, nccl_id);
+    if (!ckpt_dir.empty()) {
+      resume = std::async(std::launch::async, newest_checkpoint, ckpt_dir, resume_check);
+    }
+  }
+  setenv(pmix::kStoreVariable, pmix::kStoreValue, 1);
+  Bootstrap b;
+  b.pmix = std::make_unique<pmix::Session>();
+  pmix::Session& pmix = *b.pmix;
+  b.layout.rank = pmix.rank();
+  b.layout.world_size = pmix.job_size();
+  b.layout.local_rank = pmix.local_rank();
+  b.layout.local_world_size = pmix.local_size();
+  b.layout.node_rank = pmix.node_id();
+  if (b.layout.rank == 0) {
+    Rendezvous& r = b.rendezvous;
+    try {
+      r.master_addr = choose_master_addr();
+      b.control = net::listen_on_any_port(r.master_addr);
+      r.control_port = b.control->port;
+      r.master_port = choose_master_port(r.control_port);
+      NcclId id = nccl.valid() ? nccl.get() : nccl_id();
+      b.nccl = std::move(id.library);
+      r.nccl_id_hex = std::move(id.hex);
+      if (!ckpt_dir.empty()) {
+        b.resume = resume.valid() ? resume.get() : newest_checkpoint(ckpt_dir, resume_check);
+        if (b.resume) {
+          r.resume_from = b.resume->path;
+          r.resume_step = b.resume->step;
+        }
+      }
+    } catch (const std::exception& e) {
+      // Still join the fence, so that the other ranks learn why instead of waiting.
+      r = Rendezvous{};
+      r.error = e.what();
+    }
+    pmix.put(kRendezvousKey, encode_rendezvous(r));
+  }
+  pmix.commit();
+  pmix.fence();
+  if (b.layout.rank != 0) b.rendezvous = decode_rendezvous(pmix.get(0, kRendezvousKey));
+  if (!b.rendezvous.error.empty()) {
+    throw SystemError(b.layout.rank == 0 ? b.rendezvous.error
+                                         : "rank 0 could not start: " + b.rendezvous.error);
+  }
+  return b;
+}
+
+}  // namespace dl

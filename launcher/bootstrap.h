@@ -1,0 +1,36 @@
+// The rank bootstrap: through PMIx, each task learns its rank, the world size, its local
+// rank and size and its node's rank; rank 0 chooses MASTER_ADDR, MASTER_PORT, the NCCL
+// unique id, the checkpoint to resume from and its own control port, and one fence hands
+// them to every rank.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "core/launch.h"
+#include "launcher/nccl_id.h"
+#include "launcher/net.h"
+#include "launcher/pmix_session.h"
+#include "launcher/resume.h"
+
+namespace dl {
+
+struct Bootstrap {
+  RankLayout layout;
+  Rendezvous rendezvous;
+  // Finalized (reset) once the program has started: PMIx_Finalize waits for the server,
+  // and nothing needs that before the program runs.
+  std::unique_ptr<pmix::Session> pmix;
+  // Rank 0 only:
+  std::optional<net::Listener> control;
+  std::optional<NcclLibrary> nccl;  // keeps NCCL's bootstrap root alive
+  std::optional<ResumePoint> resume;
+};
+
+// `resume_check`: how thoroughly rank 0 checks the checkpoint it hands out as
+// DL_RESUME_FROM. Throws dl::SystemError (PMIx, sockets: naming nspace, rank and the
+// reason; a checkpoint directory that cannot be read).
+Bootstrap bootstrap(const std::string& ckpt_dir, CheckLevel resume_check);
+
+}  // namespace dl

@@ -1,0 +1,285 @@
+#include "launcher/coordinator.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "core/error.h"
+#include "core/log.h"
+#include "launcher/run_end.h"
+
+namespace dl {
+namespace {
+
+using namespace std::chrono_literals;
+
+// How often rank 0 re-reads the job: an administrator may change its time limit.
+constexpr auto kJobRefresh = 60s;
+
+Message end_message(int code, const std::string& why) {
+  Message m;
+  m.kind = MsgKind::end;
+  m.code = code;
+  m.text = why;
+  return m;
+}
+
+}  // namespace
+
+Coordinator::Coordinator(const SupervisorOptions& options, const JobSettings& job,
+                         std::uint32_t world_size, std::optional<ResumePoint> resume,
+                         const ChannelFile& own_channel, Broadcast broadcast)
+    : options_(options),
+      job_(job),
+      world_size_(world_size),
+      own_(own_channel),
+      broadcast_(std::move(broadcast)),
+      exited_(world_size, false),
+      save_time_(std::chrono::duration_cast<std::chrono::milliseconds>(job.grace)),
+      limiter_(options.status_interval) {
+  if (resume) {
+    ckpt_at_start_ = resume->step;
+    ckpt_step_ = resume->step;
+    ckpt_time_ = resume->written;
+  }
+}
+
+void Coordinator::start(Steady::time_point now) {
+  if (job_.ckpt_every) next_periodic_ = now + *job_.ckpt_every;
+  next_status_ = now;
+  refresh_job();
+  if (job_info_) comment_prefix_ = comment_prefix(job_info_->comment);
+  next_job_refresh_ = now + kJobRefresh;
+  update_status(now, true);
+}
+
+void Coordinator::refresh_job() {
+  if (!job_.job) return;
+  try {
+    job_info_ = slurm::load_job(*job_.job);
+  } catch (const std::exception& e) {
+    log(LogLevel::warning, "{} (no deadline checkpoint or status line until it works)", e.what());
+  }
+}
+
+void Coordinator::on_resumed() { refresh_job(); }
+
+void Coordinator::on_message(std::uint32_t rank, const Message& m, Steady::time_point now) {
+  switch (m.kind) {
+    case MsgKind::want: want(m.flag, m.text, now); break;
+    case MsgKind::step:
+      if (round_ && round_->seq() == m.seq && !target_sent_) {
+        round_->report(rank, StepReport{m.flag, m.step});
+        if (round_->reports_complete()) round_reports_complete(now);
+      }
+      break;
+    case MsgKind::done:
+      if (round_ && round_->seq() == m.seq) {
+        round_->done(rank);
+        check_round(now);
+      }
+      break;
+    case MsgKind::exit: {
+      if (rank < exited_.size()) exited_[rank] = true;
+      if (round_) {
+        round_->exited(rank);
+        if (!target_sent_ && round_->reports_complete()) round_reports_complete(now);
+      }
+      const bool stopping = round_ && round_->stop();
+      if (m.code != 0 && !stopping) {
+        end_run(RunEnd::failed, m.code, fmt::format("rank {} {}", rank, m.text), now);
+      } else if (std::all_of(exited_.begin(), exited_.end(), [](bool e) { return e; })) {
+        if (stopping) {
+          check_round(now);
+        } else {
+          end_run(RunEnd::completed, 0, "every rank completed", now);
+        }
+      } else {
+        check_round(now);
+      }
+      break;
+    }
+    default:
+      log(LogLevel::warning, "rank {} sent an unexpected '{}'", rank,
+          format_message(m).substr(0, 40));
+  }
+}
+
+void Coordinator::on_rank_lost(std::uint32_t rank, const std::string& why, Steady::time_point now) {
+  if (rank < exited_.size() && exited_[rank]) return;
+  end_run(RunEnd::failed, 1, fmt::format("lost rank {}: {}", rank, why), now);
+}
+
+void Coordinator::want(bool stop, const std::string& why, Steady::time_point now) {
+  if (ending_) return;
+  if (round_) {
+    if (stop && !round_->stop()) {
+      // The checkpoint in progress becomes the last one of this run.
+      round_->make_stop();
+      round_why_ = why;
+      round_deadline_ = std::min(round_deadline_, now + job_.grace);
+      log(LogLevel::info, "{}: the checkpoint in progress ends the run", why);
+      Message m;
+      m.kind = MsgKind::stop_after;
+      m.seq = round_->seq();
+      broadcast_(m);
+      set_phase(JobPhase::checkpointing, why, now);
+    }
+    return;
+  }
+  round_.emplace(next_seq_++, world_size_, stop);
+  round_why_ = why;
+  round_deadline_ = now + job_.grace;
+  target_sent_ = false;
+  for (std::uint32_t r = 0; r < world_size_; ++r) {
+    if (exited_[r]) round_->exited(r);
+  }
+  log(stop ? LogLevel::info : LogLevel::verbose, "{}: checkpoint round {} ({})", why, round_->seq(),
+      stop ? "then requeue" : "then carry on");
+  if (stop) set_phase(JobPhase::checkpointing, why, now);
+  Message m;
+  m.kind = MsgKind::prepare;
+  m.seq = round_->seq();
+  broadcast_(m);
+  if (round_->reports_complete()) round_reports_complete(now);
+}
+
+void Coordinator::round_reports_complete(Steady::time_point now) {
+  Message m;
+  m.kind = MsgKind::target;
+  m.seq = round_->seq();
+  m.step = round_->target();
+  m.flag = round_->stop();
+  target_sent_ = true;
+  target_sent_at_ = now;
+  log(LogLevel::verbose, "checkpoint round {}: every rank checkpoints at step {}", m.seq, m.step);
+  broadcast_(m);
+  check_round(now);
+}
+
+void Coordinator::check_round(Steady::time_point now) {
+  if (!round_ || !target_sent_ || !round_->complete()) return;
+  const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(now - target_sent_at_);
+  save_time_.record(took);
+  const bool stop = round_->stop();
+  const std::string why = round_why_;
+  log(LogLevel::verbose, "checkpoint round {} complete in {} ms", round_->seq(), took.count());
+  round_.reset();
+  target_sent_ = false;
+  if (job_.ckpt_every) next_periodic_ = now + *job_.ckpt_every;
+  if (stop) end_run(RunEnd::stopped, kExitRequeued, why, now);
+}
+
+void Coordinator::end_run(RunEnd end, int code, const std::string& why, Steady::time_point now) {
+  if (ending_) return;
+  ending_ = true;
+  // A failure stops every rank first: the others are probably stuck in a collective
+  // with the rank that is gone, and the decision below takes a few RPCs.
+  if (end == RunEnd::failed) {
+    log(LogLevel::error, "{}: stopping all ranks", why);
+    broadcast_(end_message(code, why));
+  }
+  const RunOutcome out = conclude_run(
+      job_, options_.max_stalled_restarts, end, code, why, ckpt_at_start_,
+      [&](JobPhase phase, const std::string& detail) { set_phase(phase, detail, now); });
+  if (out.newest_ckpt && (!ckpt_step_ || *out.newest_ckpt > *ckpt_step_)) {
+    ckpt_step_ = out.newest_ckpt;
+    ckpt_time_ = WallClock::now();
+  }
+  if (end != RunEnd::failed) broadcast_(end_message(out.exit_code, why));
+}
+
+void Coordinator::tick(Steady::time_point now) {
+  if (ending_) return;
+  if (now >= next_job_refresh_) {
+    refresh_job();
+    next_job_refresh_ = now + kJobRefresh;
+  }
+  if (round_ && now >= round_deadline_) {
+    if (round_->stop()) {
+      log(LogLevel::warning, "{}: {} rank(s) had not checkpointed when the grace time ({}s) ended",
+          round_why_, round_->outstanding(), job_.grace.count());
+      end_run(RunEnd::stopped, kExitRequeued, round_why_, now);
+      return;
+    }
+    log(LogLevel::warning,
+        "checkpoint round {} did not finish within the grace time ({}s); carrying on",
+        round_->seq(), job_.grace.count());
+    round_.reset();
+    target_sent_ = false;
+    if (job_.ckpt_every) next_periodic_ = now + *job_.ckpt_every;
+  }
+  // The deadline only makes sense when the job can resume from what it saves.
+  if (!deadline_fired_ && !job_.ckpt_dir.empty() && job_info_) {
+    const auto when = deadline_checkpoint_time(
+        job_info_->end, save_time_.value(),
+        std::chrono::duration_cast<std::chrono::milliseconds>(options_.deadline_margin));
+    if (when && WallClock::now() >= *when) {
+      deadline_fired_ = true;
+      want(true,
+           fmt::format(
+               "deadline (the job ends in {}s; a checkpoint takes about {}s)",
+               std::chrono::duration_cast<std::chrono::seconds>(*job_info_->end - WallClock::now())
+                   .count(),
+               std::chrono::duration_cast<std::chrono::seconds>(save_time_.value()).count()),
+           now);
+    }
+  }
+  if (next_periodic_ && now >= *next_periodic_ && !round_) {
+    next_periodic_.reset();
+    want(false, "periodic checkpoint (--dl-ckpt-every)", now);
+  }
+  const std::int64_t done = own_.page().done_step.load(std::memory_order_acquire);
+  if (done >= 0 && (!ckpt_step_ || done > *ckpt_step_)) {
+    ckpt_step_ = done;
+    ckpt_time_ = WallClock::now();
+  }
+  if (now >= next_status_) {
+    update_status(now, false);
+    next_status_ = now + options_.status_interval;
+  }
+}
+
+Coordinator::Steady::time_point Coordinator::next_wakeup(Steady::time_point now) const {
+  auto next = std::min(next_status_, next_job_refresh_);
+  if (round_) next = std::min(next, round_deadline_);
+  if (next_periodic_) next = std::min(next, *next_periodic_);
+  // The deadline is wall-clock time; a second's resolution is plenty against margins of
+  // tens of seconds.
+  return std::min(next, now + 1s);
+}
+
+void Coordinator::set_phase(JobPhase phase, std::string detail, Steady::time_point now) {
+  phase_ = phase;
+  phase_detail_ = std::move(detail);
+  update_status(now, true);
+}
+
+void Coordinator::update_status(Steady::time_point now, bool urgent) {
+  Status s;
+  s.phase = phase_;
+  s.detail = phase_detail_;
+  const std::int64_t step = own_.page().step.load(std::memory_order_acquire);
+  if (step >= 0) s.step = step;
+  if (ckpt_step_) {
+    s.ckpt_step = ckpt_step_;
+    s.ckpt_age = std::chrono::duration_cast<std::chrono::seconds>(WallClock::now() - ckpt_time_);
+  }
+  if (const auto m = own_.read_metrics(); m && !m->text.empty()) {
+    s.metrics = m->text;
+    s.metrics_step = m->step;
+  }
+  const std::string text = format_status(s);
+  if (!limiter_.allow(now, text, urgent)) return;
+  log(LogLevel::info, "{}", text);
+  if (!job_.job || !job_info_) return;
+  try {
+    if (!slurm::set_comment(*job_.job, merge_comment(comment_prefix_, text))) {
+      log(LogLevel::verbose, "the job has ended: its comment stays as it is");
+    }
+  } catch (const std::exception& e) {
+    log(LogLevel::warning, "{}", e.what());
+  }
+}
+
+}  // namespace dl

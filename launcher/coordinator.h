@@ -1,0 +1,88 @@
+// Rank 0's role: it runs the checkpoint rounds (core/agreement.h), turns signals,
+// deadlines and failures into one decision for the whole job, talks to Slurm (status
+// line, requeue, hold) and tells every rank how to end.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/agreement.h"
+#include "core/control.h"
+#include "core/deadline.h"
+#include "core/restart.h"
+#include "core/status.h"
+#include "launcher/channel_file.h"
+#include "launcher/resume.h"
+#include "launcher/slurm_job.h"
+#include "launcher/supervisor.h"
+
+namespace dl {
+
+class Coordinator {
+ public:
+  using Steady = std::chrono::steady_clock;
+  // Sends a message to every rank, rank 0 included.
+  using Broadcast = std::function<void(const Message&)>;
+
+  Coordinator(const SupervisorOptions& options, const JobSettings& job, std::uint32_t world_size,
+              std::optional<ResumePoint> resume, const ChannelFile& own_channel,
+              Broadcast broadcast);
+
+  // After the program started: reads the job (end time, comment) and the restart history.
+  void start(Steady::time_point now);
+
+  void on_message(std::uint32_t rank, const Message& m, Steady::time_point now);
+  // A rank's dlrun went away without saying how its program ended.
+  void on_rank_lost(std::uint32_t rank, const std::string& why, Steady::time_point now);
+  // SIGCONT: the job was resumed after a suspension, so its end time moved.
+  void on_resumed();
+  void tick(Steady::time_point now);
+  // The latest time tick() must run again.
+  Steady::time_point next_wakeup(Steady::time_point now) const;
+
+ private:
+  void want(bool stop, const std::string& why, Steady::time_point now);
+  void round_reports_complete(Steady::time_point now);
+  void check_round(Steady::time_point now);
+  void end_run(RunEnd end, int code, const std::string& why, Steady::time_point now);
+  void refresh_job();
+  void update_status(Steady::time_point now, bool urgent);
+  void set_phase(JobPhase phase, std::string detail, Steady::time_point now);
+
+  SupervisorOptions options_;
+  JobSettings job_;
+  std::uint32_t world_size_;
+  const ChannelFile& own_;
+  Broadcast broadcast_;
+
+  std::vector<bool> exited_;
+  std::optional<CheckpointRound> round_;
+  std::string round_why_;
+  Steady::time_point round_deadline_;
+  Steady::time_point target_sent_at_;
+  bool target_sent_ = false;
+  std::uint64_t next_seq_ = 1;
+  bool ending_ = false;
+
+  SaveTimeEstimate save_time_;
+  std::optional<Steady::time_point> next_periodic_;
+  bool deadline_fired_ = false;
+
+  std::optional<slurm::JobInfo> job_info_;
+  Steady::time_point next_job_refresh_;
+  std::string comment_prefix_;
+  RateLimiter limiter_;
+  JobPhase phase_ = JobPhase::running;
+  std::string phase_detail_;
+  Steady::time_point next_status_;
+
+  std::optional<std::int64_t> ckpt_at_start_;
+  std::optional<std::int64_t> ckpt_step_;
+  WallClock::time_point ckpt_time_;
+};
+
+}  // namespace dl

@@ -1,0 +1,259 @@
+// dlrun: the launcher for one task of a deep-learning job,
+//   srun --mpi=pmix dlrun [options] [--] program [args...]
+// See man/dlrun.1. Exit codes: the program's own; 75 when the run stopped after a
+// checkpoint and the job was requeued; 2 for a usage error; 1 when dlrun itself failed.
+#include <signal.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <cstdlib>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "config.h"
+#include "core/error.h"
+#include "core/log.h"
+#include "core/parse.h"
+#include "core/rank_log.h"
+#include "core/signals.h"
+#include "core/spec.h"
+#include "launcher/bootstrap.h"
+#include "launcher/program.h"
+#include "launcher/supervisor.h"
+
+extern char** environ;
+
+namespace dl {
+namespace {
+
+constexpr int kExitUsage = 2;
+constexpr int kExitFailure = 1;
+
+// The signals dlrun owns, blocked from the first instruction so that none is lost
+// during the bootstrap; the threads PMIx and NCCL start inherit the mask.
+constexpr int kOwnedSignals[] = {SIGTERM, SIGINT, SIGUSR1, SIGUSR2, SIGCONT, SIGCHLD};
+
+// Why a signal cannot be the program's checkpoint request; nullptr if it can.
+const char* unusable_request_signal(int sig) {
+  switch (sig) {
+    case SIGUSR1: return "NCCL uses SIGUSR1";
+    case SIGTERM:
+    case SIGINT:
+    case SIGUSR2:
+    case SIGCONT:
+      return "Slurm sends it to every process of the step, so the program would get it twice";
+    case SIGKILL:
+    case SIGSTOP: return "a program cannot handle it";
+    case SIGCHLD: return "it reports the program's own children";
+    default: return nullptr;
+  }
+}
+
+UniqueFd own_signals() {
+  sigset_t set;
+  sigemptyset(&set);
+  for (const int sig : kOwnedSignals) sigaddset(&set, sig);
+  if (sigprocmask(SIG_BLOCK, &set, nullptr) != 0) {
+    throw SystemError("couldn't block the signals dlrun owns");
+  }
+  UniqueFd fd(signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC));
+  if (!fd) throw SystemError("couldn't create a signalfd");
+  return fd;
+}
+
+std::string getenv_or(const char* name, const std::string& fallback) {
+  const char* v = std::getenv(name);
+  return v && *v ? v : fallback;
+}
+
+// The prefix of dlrun's own lines: "[rank 3@n2] dlrun: ".
+struct LogPrefix {
+  std::mutex mutex;
+  std::string text;
+};
+
+LogPrefix& log_prefix() {
+  static LogPrefix* p = new LogPrefix;
+  return *p;
+}
+
+void set_log_prefix(std::uint32_t rank, const std::string& node) {
+  std::lock_guard<std::mutex> lock(log_prefix().mutex);
+  log_prefix().text = rank_prefix(rank, node) + " dlrun: ";
+}
+
+void install_log_sink(bool verbose) {
+  set_log_sink([verbose](LogLevel level, std::string_view message) {
+    if (level > LogLevel::info && !verbose) return;
+    std::string line;
+    {
+      std::lock_guard<std::mutex> lock(log_prefix().mutex);
+      line = log_prefix().text;
+    }
+    if (level == LogLevel::error) line += "error: ";
+    if (level == LogLevel::warning) line += "warning: ";
+    line.append(message);
+    line += '\n';
+    // One write per line, so that lines of dlrun and of the program never interleave.
+    ssize_t ignored = write(STDERR_FILENO, line.data(), line.size());
+    (void)ignored;
+  });
+}
+
+std::string shell_quote(const std::string& word) {
+  if (!word.empty() && word.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                              "0123456789_-./=:,@+%") == std::string::npos) {
+    return word;
+  }
+  std::string out = "'";
+  for (const char c : word) {
+    if (c == '\'') {
+      out += "'\\''";
+    } else {
+      out += c;
+    }
+  }
+  return out + "'";
+}
+
+// Outside srun, or under srun without PMIx: say what would have worked.
+void require_pmix(int argc, char** argv) {
+  if (std::getenv("PMIX_NAMESPACE") && std::getenv("PMIX_RANK")) return;
+  std::string args;
+  for (int i = 1; i < argc; ++i) args += " " + shell_quote(argv[i]);
+  const bool under_srun = std::getenv("SLURM_STEP_ID") != nullptr;
+  std::fprintf(stderr,
+               "dlrun: %s\n"
+               "dlrun: start one dlrun per task with srun and PMIx, e.g.\n"
+               "  srun --mpi=pmix dlrun%s\n",
+               under_srun ? "this task has no PMIx server (srun ran without --mpi=pmix)"
+                          : "not started by srun with PMIx",
+               args.c_str());
+  std::exit(kExitUsage);
+}
+
+std::chrono::milliseconds duration_option(const char* option, const std::string& text,
+                                          std::chrono::seconds min) {
+  return parse_duration(option, text, min, std::chrono::hours(24));
+}
+
+int run(int argc, char** argv) {
+  Inherited inherited;
+  inherited.fds = open_fds();
+  UniqueFd signals = own_signals();
+  for (char** e = environ; *e; ++e) inherited.env.emplace_back(*e);
+
+  CLI::App app{
+      "dlrun: runs one task of a deep-learning job under srun --mpi=pmix: rank bootstrap, "
+      "checkpoint on preemption or deadline, requeue, restart guard. See dlrun(1).",
+      "dlrun"};
+  app.prefix_command();
+  app.set_version_flag("--version", PACKAGE_VERSION);
+  std::string ckpt_signal = getenv_or("DL_CKPT_SIGNAL", "URG");
+  std::string status_interval = getenv_or("DL_STATUS_INTERVAL", "60s");
+  std::string deadline_margin = getenv_or("DL_DEADLINE_MARGIN", "30s");
+  std::string kill_wait = getenv_or("DL_KILL_WAIT", "3s");
+  std::string max_stalled = getenv_or("DL_MAX_STALLED_RESTARTS", "2");
+  std::string resume_verify = getenv_or("DL_RESUME_VERIFY", "full");
+  bool no_prefix = false;
+  bool verbose = false;
+  app.add_option("--ckpt-signal", ckpt_signal,
+                 "signal sent to the program when a checkpoint step is agreed, or none "
+                 "(default URG; env DL_CKPT_SIGNAL)");
+  app.add_option("--status-interval", status_interval,
+                 "at most one status update of the job comment per DURATION (default 60s)");
+  app.add_option("--deadline-margin", deadline_margin,
+                 "finish the deadline checkpoint this long before the job's end (default 30s)");
+  app.add_option("--kill-wait", kill_wait,
+                 "after SIGTERM, wait this long before SIGKILL when stopping the program "
+                 "(default 3s)");
+  app.add_option("--max-stalled-restarts", max_stalled,
+                 "hold the job after N restarts in a row without a newer checkpoint (default 2)");
+  app.add_option("--resume-verify", resume_verify,
+                 "how DL_RESUME_FROM is checked: quick, metadata or full (default full)");
+  app.add_flag("--no-prefix", no_prefix, "pass the program's output through without [rank N@node]");
+  app.add_flag("-v,--verbose", verbose, "also log what dlrun does step by step");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  install_log_sink(verbose);
+
+  SupervisorOptions options;
+  options.command = app.remaining();
+  if (!options.command.empty() && options.command.front() == "--") {
+    options.command.erase(options.command.begin());
+  }
+  if (options.command.empty()) {
+    std::fprintf(stderr, "dlrun: no program to run\n%s", app.help().c_str());
+    return kExitUsage;
+  }
+  options.ckpt_signal = parse_signal("--ckpt-signal", ckpt_signal);
+  if (const char* why = unusable_request_signal(options.ckpt_signal)) {
+    throw InputError(
+        fmt::format("--ckpt-signal={}: {}; choose another, e.g. URG", ckpt_signal, why));
+  }
+  options.status_interval =
+      duration_option("--status-interval", status_interval, std::chrono::seconds(1));
+  options.deadline_margin =
+      duration_option("--deadline-margin", deadline_margin, std::chrono::seconds(0));
+  options.kill_wait = duration_option("--kill-wait", kill_wait, std::chrono::seconds(0));
+  options.max_stalled_restarts =
+      static_cast<std::uint32_t>(parse_uint("--max-stalled-restarts", max_stalled, 0, 1000));
+  options.prefix_output = !no_prefix;
+  options.resume_check = parse_check_level("--resume-verify", resume_verify);
+
+  require_pmix(argc, argv);
+
+  JobSettings job;
+  job.node = getenv_or("SLURMD_NODENAME", "");
+  if (job.node.empty()) {
+    char host[256] = {};
+    gethostname(host, sizeof host - 1);
+    job.node = host;
+  }
+  set_log_prefix(static_cast<std::uint32_t>(
+                     parse_uint("PMIX_RANK", getenv_or("PMIX_RANK", "0"), 0, UINT32_MAX)),
+                 job.node);
+  const auto spec = spec_from_env([](const std::string& name) -> std::optional<std::string> {
+    const char* v = std::getenv(name.c_str());
+    if (!v) return std::nullopt;
+    return std::string(v);
+  });
+  if (spec) {
+    job.ckpt_dir = spec->ckpt_dir;
+    job.ckpt_every = spec->ckpt_every;
+    job.grace = spec->grace;
+    job.max_restarts = spec->max_restarts;
+  }
+  job.restart_count = static_cast<std::uint32_t>(
+      parse_uint("SLURM_RESTART_COUNT", getenv_or("SLURM_RESTART_COUNT", "0"), 0, UINT32_MAX));
+  job.job = slurm::job_from_env();
+
+  Bootstrap boot = bootstrap(job.ckpt_dir, options.resume_check);
+  set_log_prefix(boot.layout.rank, job.node);
+  if (boot.layout.rank == 0 && !boot.rendezvous.resume_from.empty()) {
+    log(LogLevel::info, "resuming from {} (restart {})", boot.rendezvous.resume_from,
+        job.restart_count);
+  }
+  return supervise(options, job, std::move(boot), std::move(inherited), std::move(signals));
+}
+
+}  // namespace
+}  // namespace dl
+
+int main(int argc, char** argv) {
+  try {
+    return dl::run(argc, argv);
+  } catch (const dl::InputError& e) {
+    std::fprintf(stderr, "dlrun: %s\n", e.what());
+    return dl::kExitUsage;
+  } catch (const std::exception& e) {
+    dl::log(dl::LogLevel::error, "{}", e.what());
+    return dl::kExitFailure;
+  }
+}

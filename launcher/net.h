@@ -1,0 +1,50 @@
+// The few socket operations dlrun needs, each checked once: errors name the call, the
+// address and strerror.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "core/unique_fd.h"
+
+namespace dl::net {
+
+// The address of this host that the kernel uses to reach `peer` (a numeric IPv4 or
+// IPv6 address): a UDP socket is connected to it, which sends nothing.
+std::string local_address_towards(const std::string& peer);
+
+// The first non-loopback address of this host's name, or "127.0.0.1".
+std::string host_address();
+
+// The interface that holds `address` ("eth0", "lo"); empty when none does.
+std::string interface_of(const std::string& address);
+
+// Whether a TCP server could bind `port` on every address now. SO_REUSEADDR as most
+// servers (PyTorch's TCPStore included) set it, so a port in TIME_WAIT counts as free.
+bool tcp_port_free(std::uint16_t port);
+
+struct Listener {
+  UniqueFd fd;
+  std::uint16_t port = 0;
+};
+
+// A listening TCP socket on `address` with a port the kernel chose: nothing else can
+// hold it, so it needs no reservation.
+Listener listen_on_any_port(const std::string& address);
+
+// Connects within `timeout`; the socket is then blocking, with TCP keepalive so that a
+// silently dead peer (a node gone) is noticed within seconds.
+UniqueFd connect_tcp(const std::string& address, std::uint16_t port,
+                     std::chrono::milliseconds timeout);
+
+// Accepts one connection from a listening socket, with keepalive.
+UniqueFd accept_connection(int listener);
+
+void enable_keepalive(int fd);
+
+// Writes all of `data`; throws dl::SystemError when the peer is gone.
+void send_all(int fd, std::string_view data);
+
+}  // namespace dl::net

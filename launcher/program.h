@@ -1,0 +1,63 @@
+// The training program dlrun runs: started with the environment dlrun built, in its own
+// process group (so that stopping it stops its workers too), killed if dlrun dies, and
+// shielded from the signals Slurm sends to every process of the step (dlrun owns them;
+// the program gets one checkpoint request instead).
+#pragma once
+
+#include <sys/types.h>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/unique_fd.h"
+
+namespace dl {
+
+struct ProgramSpec {
+  std::vector<std::string> argv;
+  std::vector<std::string> env;      // "NAME=value"
+  std::vector<int> ignored_signals;  // SIG_IGN survives exec and reaches its children
+  bool capture_output = true;        // stdout/stderr through pipes (for the prefix)
+  bool own_process_group = true;     // false for an interactive program on a terminal
+  // Descriptors beyond 0-2 the program gets (those dlrun itself inherited from
+  // slurmstepd); dlrun's own (PMIx, NCCL, its control connection) are closed at exec.
+  std::vector<int> pass_fds;
+};
+
+// The descriptors open in this process now (/proc/self/fd).
+std::vector<int> open_fds();
+
+class Program {
+ public:
+  // Throws dl::SystemError when the program cannot be started, naming it and the reason
+  // (e.g. "couldn't run 'trian.py': No such file or directory").
+  static Program start(const ProgramSpec& spec);
+
+  Program(Program&&) = default;
+  Program& operator=(Program&&) = default;
+
+  pid_t pid() const { return pid_; }
+  UniqueFd& stdout_pipe() { return out_; }
+  UniqueFd& stderr_pipe() { return err_; }
+
+  // To the whole process group when the program has one, else to the program.
+  void signal(int sig) const;
+
+  // The wait status once the program has exited (waitpid WNOHANG).
+  std::optional<int> reap();
+
+ private:
+  Program() = default;
+  pid_t pid_ = -1;
+  bool group_ = false;
+  UniqueFd out_;
+  UniqueFd err_;
+};
+
+// "exited with 1", "killed by signal 9 (Killed)".
+std::string describe_wait_status(int status);
+// The shell's convention: the exit code, or 128 + the signal.
+int exit_code_of(int status);
+
+}  // namespace dl

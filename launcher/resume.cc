@@ -1,0 +1,82 @@
+#include "launcher/resume.h"
+
+#include <dlfcn.h>
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <climits>
+#include <mutex>
+#include <vector>
+
+#include "core/error.h"
+#include "core/log.h"
+#include "launcher/ckpt_module.h"
+
+namespace dl {
+namespace {
+
+constexpr const char* kModule = "dlrun_ckpt.so";
+
+std::string own_directory() {
+  char exe[PATH_MAX];
+  const ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  if (n <= 0) return ".";
+  const std::string path(exe, static_cast<std::size_t>(n));
+  return path.substr(0, path.rfind('/'));
+}
+
+void forward_log(int level, const char* message) {
+  log(static_cast<LogLevel>(level), "{}", message);
+}
+
+// The module stays loaded for the rest of the process: HDF5 registers exit handlers that
+// must find their code when the process ends.
+dlrun_ckpt_newest_fn module_entry() {
+  static std::once_flag once;
+  static dlrun_ckpt_newest_fn entry = nullptr;
+  static std::string why;
+  std::call_once(once, [] {
+    // Next to dlrun in a build tree (libtool's .libs), else where `make install` put it.
+    const std::vector<std::string> candidates = {own_directory() + "/.libs/" + kModule,
+                                                 std::string(DL_PKGLIBDIR) + "/" + kModule};
+    for (const auto& path : candidates) {
+      void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+      if (!handle) {
+        why += fmt::format("{}{}", why.empty() ? "" : "; ", dlerror());
+        continue;
+      }
+      entry = reinterpret_cast<dlrun_ckpt_newest_fn>(dlsym(handle, "dlrun_ckpt_newest"));
+      if (entry) return;
+      why += fmt::format("{}{}: no dlrun_ckpt_newest", why.empty() ? "" : "; ", path);
+      dlclose(handle);
+    }
+  });
+  if (!entry) throw SystemError(fmt::format("couldn't load the checkpoint library: {}", why));
+  return entry;
+}
+
+}  // namespace
+
+CheckLevel parse_check_level(const std::string& option, const std::string& text) {
+  if (text == "quick") return CheckLevel::quick;
+  if (text == "metadata") return CheckLevel::metadata;
+  if (text == "full") return CheckLevel::full;
+  throw InputError(fmt::format("{}={}: expected quick, metadata or full", option, text));
+}
+
+std::optional<ResumePoint> newest_checkpoint(const std::string& ckpt_dir, CheckLevel level) {
+  const dlrun_ckpt_newest_fn newest = module_entry();
+  char path[PATH_MAX + 1] = {};
+  char error[1024] = {};
+  std::int64_t step = -1;
+  std::int64_t written = 0;
+  const int rc = newest(ckpt_dir.c_str(), static_cast<int>(level), forward_log, path, sizeof path,
+                        &step, &written, error, sizeof error);
+  if (rc < 0) {
+    throw SystemError(fmt::format("couldn't look for checkpoints in {}: {}", ckpt_dir, error));
+  }
+  if (rc == 0) return std::nullopt;
+  return ResumePoint{path, step, WallClock::from_time_t(written)};
+}
+
+}  // namespace dl

@@ -1,0 +1,32 @@
+// Where a (re)started job resumes from: the newest checkpoint in its checkpoint
+// directory that verifies, found with the checkpoint library (through dlrun_ckpt.so, see
+// ckpt_module.h).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "core/deadline.h"
+
+namespace dl {
+
+// How much of a checkpoint is checked (dl::ckpt::Verify): quick reads the manifest and
+// sizes; metadata also each shard's HDF5 metadata; full every dataset's checksum.
+enum class CheckLevel { quick = 0, metadata = 1, full = 2 };
+
+// "quick", "metadata" or "full"; throws dl::InputError naming the option otherwise.
+CheckLevel parse_check_level(const std::string& option, const std::string& text);
+
+struct ResumePoint {
+  std::string path;   // the step directory
+  std::int64_t step;  // its step
+  WallClock::time_point written;
+};
+
+// nullopt when `ckpt_dir` holds no checkpoint that passes `level` (or does not exist).
+// Skipped newer checkpoints are logged as warnings. Throws dl::SystemError when the
+// checkpoint library cannot be loaded or the directory cannot be read.
+std::optional<ResumePoint> newest_checkpoint(const std::string& ckpt_dir, CheckLevel level);
+
+}  // namespace dl

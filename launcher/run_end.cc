@@ -1,0 +1,115 @@
+#include "launcher/run_end.h"
+
+#include <fmt/format.h>
+
+#include "core/log.h"
+#include "launcher/restart_state.h"
+#include "launcher/resume.h"
+#include "launcher/slurm_job.h"
+
+namespace dl {
+namespace {
+
+template <typename F>
+void warn_on_error(F&& f, const char* consequence = nullptr) {
+  try {
+    f();
+  } catch (const std::exception& e) {
+    if (consequence) {
+      log(LogLevel::warning, "{} ({})", e.what(), consequence);
+    } else {
+      log(LogLevel::warning, "{}", e.what());
+    }
+  }
+}
+
+// Why the job cannot be requeued, or empty.
+std::string requeue_blocker(const JobSettings& job) {
+  if (!job.job) return "not in a Slurm job";
+  try {
+    const slurm::JobInfo info = slurm::load_job(*job.job);
+    if (info.cancelled) return "the job was cancelled";
+    if (!info.batch) return "only batch jobs can be requeued (submit with sbatch)";
+  } catch (const std::exception& e) {
+    log(LogLevel::warning, "{}", e.what());
+  }
+  return "";
+}
+
+}  // namespace
+
+RunOutcome conclude_run(const JobSettings& job, std::uint32_t max_stalled_restarts, RunEnd end,
+                        int code, const std::string& why, std::optional<std::int64_t> ckpt_at_start,
+                        const ShowStatus& show) {
+  RunOutcome out;
+  out.exit_code = code;
+  const std::string history_file =
+      job.ckpt_dir.empty() || !job.job ? "" : history_path(job.ckpt_dir, job.job->to_string());
+  // Without a place to keep it, every earlier run counts as a failure without progress.
+  RestartHistory history{job.restart_count, job.restart_count};
+  if (!history_file.empty()) {
+    warn_on_error([&] { history = read_history(history_file); }, "starting a new restart history");
+    warn_on_error([&] {
+      // Only whether the run left a newer committed checkpoint: no need to read it all.
+      if (const auto r = newest_checkpoint(job.ckpt_dir, CheckLevel::quick)) {
+        out.newest_ckpt = r->step;
+      }
+    });
+  }
+  const RestartPolicy policy{job.max_restarts, max_stalled_restarts};
+  const RestartDecision d = decide_restart(policy, history, end, ckpt_at_start, out.newest_ckpt);
+  bool shown = false;
+  const auto forget_history = [&] {
+    if (!history_file.empty()) warn_on_error([&] { remove_history(history_file); });
+  };
+  switch (d.action) {
+    case RestartAction::finish:
+      forget_history();
+      out.phase = JobPhase::completed;
+      break;
+    case RestartAction::fail:
+      forget_history();
+      log(LogLevel::error, "not requeued: {}", d.reason);
+      out.phase = JobPhase::failed;
+      out.detail = fmt::format("{}; {}", why, d.reason);
+      break;
+    case RestartAction::requeue:
+    case RestartAction::hold: {
+      const bool hold = d.action == RestartAction::hold;
+      const std::string blocker = requeue_blocker(job);
+      const JobPhase not_requeued = end == RunEnd::failed ? JobPhase::failed : JobPhase::stopped;
+      if (end == RunEnd::stopped) out.exit_code = blocker.empty() ? kExitRequeued : kExitStopped;
+      if (!blocker.empty()) {
+        log(LogLevel::info, "{}: not requeued: {}", why, blocker);
+        out.phase = not_requeued;
+        out.detail = fmt::format("{}; not requeued: {}", why, blocker);
+        break;
+      }
+      if (!history_file.empty()) {
+        warn_on_error([&] { write_history(history_file, d.history); },
+                      "the restart guard will not see this run");
+      }
+      out.phase = hold ? JobPhase::held : JobPhase::requeued;
+      out.detail = fmt::format("{}; {}", why, d.reason);
+      // The status line says why before the job is back in the queue.
+      show(out.phase, out.detail);
+      shown = true;
+      try {
+        slurm::requeue(*job.job, hold);
+        log(LogLevel::info, "{} job {}: {}", hold ? "held" : "requeued", job.job->to_string(),
+            d.reason);
+      } catch (const std::exception& e) {
+        log(LogLevel::error, "{}", e.what());
+        out.phase = not_requeued;
+        out.detail = fmt::format("{}; {}", why, e.what());
+        if (end == RunEnd::stopped) out.exit_code = kExitStopped;
+        shown = false;
+      }
+      break;
+    }
+  }
+  if (!shown) show(out.phase, out.detail);
+  return out;
+}
+
+}  // namespace dl

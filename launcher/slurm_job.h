@@ -1,0 +1,45 @@
+// What dlrun asks of Slurm, through libslurm (containers often lack the scontrol
+// binary): the job's end time, state and comment; requeue; a new comment. Each call is
+// checked once and its error carries slurm_strerror.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "core/deadline.h"
+
+namespace dl::slurm {
+
+// This job, or this array task: requeueing the array's id would requeue the whole
+// array, so a task is addressed by its own job id (and by "ARRAY_TASK" in updates).
+struct JobRef {
+  std::uint32_t job_id = 0;
+  std::optional<std::uint32_t> array_job_id;
+  std::optional<std::uint32_t> array_task_id;
+
+  std::string to_string() const;  // "123", or "100_3" for an array task
+};
+
+// From SLURM_JOB_ID, SLURM_ARRAY_JOB_ID and SLURM_ARRAY_TASK_ID; nullopt outside a job.
+std::optional<JobRef> job_from_env();
+
+struct JobInfo {
+  std::optional<WallClock::time_point> end;  // nullopt: no time limit
+  std::string comment;
+  bool cancelled = false;  // scancel'ed: a stop signal must not requeue it
+  bool batch = false;      // only batch jobs can be requeued
+};
+
+// slurm_init once per process (reads SLURM_CONF like every Slurm command).
+void init();
+
+JobInfo load_job(const JobRef& job);
+
+// Requeues this job (array task); `hold` keeps it pending until `scontrol release`.
+void requeue(const JobRef& job, bool hold);
+
+// False when the job has already ended (a cancelled job's comment cannot change).
+bool set_comment(const JobRef& job, const std::string& comment);
+
+}  // namespace dl::slurm

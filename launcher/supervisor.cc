@@ -1,0 +1,604 @@
+#include "launcher/supervisor.h"
+
+#include <fmt/format.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <deque>
+#include <functional>
+#include <memory>
+
+#include "core/control.h"
+#include "core/error.h"
+#include "core/launch.h"
+#include "core/log.h"
+#include "core/rank_log.h"
+#include "core/signals.h"
+#include "core/status.h"
+#include "launcher/channel_file.h"
+#include "launcher/coordinator.h"
+#include "launcher/net.h"
+#include "launcher/pmix_session.h"
+#include "launcher/program.h"
+#include "launcher/run_end.h"
+
+namespace dl {
+namespace {
+
+using Steady = std::chrono::steady_clock;
+using namespace std::chrono_literals;
+
+// How long a rank waits for its program to stop at its next report_step before it
+// answers for it unfrozen. Long enough for a fast training step, short enough that a
+// rank blocked in a collective with a frozen peer does not delay the checkpoint much.
+constexpr auto kFreezeWait = 500ms;
+// Every rank's dlrun connects to rank 0 right after the fence; this is generous.
+constexpr auto kConnectTimeout = 60s;
+// After END, rank 0 waits this long beyond kill_wait for the other ranks to hang up, so
+// that its last message is not lost when it exits.
+constexpr auto kHangupWait = 5s;
+
+// Reads what is available; returns false at end of file. EAGAIN counts as "nothing now".
+bool read_some(int fd, std::string& out) {
+  char buf[65536];
+  for (;;) {
+    const ssize_t n = read(fd, buf, sizeof buf);
+    if (n > 0) {
+      out.assign(buf, static_cast<std::size_t>(n));
+      return true;
+    }
+    if (n == 0) return false;
+    if (errno == EINTR) continue;
+    if (errno == EAGAIN) {
+      out.clear();
+      return true;
+    }
+    return false;
+  }
+}
+
+void write_all(int fd, std::string_view data) {
+  while (!data.empty()) {
+    const ssize_t n = write(fd, data.data(), data.size());
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return;  // our own stdout is gone: nothing better to do with the output
+    }
+    data.remove_prefix(static_cast<std::size_t>(n));
+  }
+}
+
+struct Connection {
+  UniqueFd fd;
+  LineBuffer in;
+  std::int64_t rank = -1;  // -1 until HELLO
+};
+
+// What one rank does in a checkpoint round.
+struct LocalRound {
+  std::uint64_t seq = 0;
+  Steady::time_point started;
+  bool answered = false;
+  bool has_target = false;
+  bool done_sent = false;
+};
+
+class Supervisor {
+ public:
+  Supervisor(const SupervisorOptions& options, const JobSettings& job, Bootstrap boot,
+             Inherited inherited, UniqueFd signals)
+      : options_(options),
+        job_(job),
+        boot_(std::move(boot)),
+        inherited_(std::move(inherited)),
+        signals_(std::move(signals)),
+        rank_(boot_.layout.rank),
+        coordinator_rank_(rank_ == 0) {}
+
+  int run();
+
+ private:
+  void start_program();
+  void accept_all_ranks();
+  void connect_to_rank0();
+  void loop();
+
+  // Events.
+  void on_signal(int sig);
+  void on_program_output(UniqueFd& pipe, LinePrefixer& prefixer);
+  void on_program_exit(int status);
+  void on_rank0_readable();
+  void lost_rank0(const std::string& why);
+  void show_status_without_rank0(JobPhase phase, const std::string& detail);
+  void on_accept();
+  void on_peer_readable(Connection& c);
+  void process_lines(Connection& c);
+  void drop_peer(Connection& c, const std::string& why);
+  void tick(Steady::time_point now);
+
+  // This rank's side of the protocol.
+  void handle(const Message& m);
+  void send_up(const Message& m);
+  void broadcast(const Message& m);
+  void answer_round(bool frozen, std::int64_t step);
+  void end_program(int code, const std::string& why);
+
+  SupervisorOptions options_;
+  JobSettings job_;
+  Bootstrap boot_;
+  Inherited inherited_;
+  UniqueFd signals_;
+  std::uint32_t rank_;
+  bool coordinator_rank_;
+
+  std::optional<ChannelFile> channel_;
+  std::optional<Program> program_;
+  // The program's output pipes outlive it: what it wrote last is still to be read.
+  UniqueFd out_pipe_;
+  UniqueFd err_pipe_;
+  std::unique_ptr<LinePrefixer> out_prefixer_;
+  std::unique_ptr<LinePrefixer> err_prefixer_;
+  std::optional<LocalRound> round_;
+
+  std::optional<int> end_code_;  // END received: stop the program, then exit with this
+  Steady::time_point kill_at_;
+  bool killed_ = false;
+  Steady::time_point hangup_deadline_;
+
+  // Rank != 0: the connection to rank 0.
+  std::optional<Connection> up_;
+  // Rank 0: the other ranks, and messages between rank 0's two roles.
+  std::vector<std::unique_ptr<Connection>> peers_;
+  std::unique_ptr<Coordinator> coordinator_;
+  std::deque<Message> to_coordinator_;
+  std::deque<Message> to_self_;
+  std::vector<bool> said_hello_;
+};
+
+int Supervisor::run() {
+  if (coordinator_rank_) {
+    accept_all_ranks();
+  } else {
+    connect_to_rank0();
+  }
+  start_program();
+  boot_.pmix.reset();
+  if (coordinator_rank_) {
+    coordinator_ =
+        std::make_unique<Coordinator>(options_, job_, boot_.layout.world_size, boot_.resume,
+                                      *channel_, [this](const Message& m) { broadcast(m); });
+    coordinator_->start(Steady::now());
+    for (auto& c : peers_) process_lines(*c);
+  }
+  loop();
+  return *end_code_;
+}
+
+void Supervisor::accept_all_ranks() {
+  // Every rank is connected before any program starts, so that no message of rank 0
+  // (a checkpoint round, the end of the run) can miss a rank. They connect right after
+  // the fence: this takes about a millisecond.
+  said_hello_.assign(boot_.layout.world_size, false);
+  said_hello_[0] = true;
+  const auto deadline = Steady::now() + kConnectTimeout;
+  const auto all = [&] {
+    return std::all_of(said_hello_.begin(), said_hello_.end(), [](bool b) { return b; });
+  };
+  while (!all()) {
+    const auto left = deadline - Steady::now();
+    if (left <= Steady::duration::zero()) {
+      std::string missing;
+      for (std::uint32_t r = 0; r < said_hello_.size(); ++r) {
+        if (!said_hello_[r]) missing += fmt::format("{}{}", missing.empty() ? "" : ",", r);
+      }
+      throw SystemError(
+          fmt::format("rank(s) {} did not connect to rank 0 within {}s", missing,
+                      std::chrono::duration_cast<std::chrono::seconds>(kConnectTimeout).count()));
+    }
+    std::vector<pollfd> fds{{boot_.control->fd.get(), POLLIN, 0}};
+    for (const auto& c : peers_) fds.push_back({c->fd.get(), POLLIN, 0});
+    const int n = poll(
+        fds.data(), fds.size(),
+        static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(left).count()) + 1);
+    if (n < 0 && errno != EINTR) throw SystemError(fmt::format("poll: {}", std::strerror(errno)));
+    if (n <= 0) continue;
+    for (std::size_t i = 1; i < fds.size(); ++i) {
+      if (fds[i].revents == 0) continue;
+      Connection& c = *peers_[i - 1];
+      std::string data;
+      if (!read_some(c.fd.get(), data))
+        throw SystemError("a rank hung up before saying which it is");
+      c.in.append(data);
+      // Only the HELLO here: a rank may already have sent more (its program may even
+      // have exited), which waits in the buffer for the coordinator.
+      if (c.rank >= 0) continue;
+      if (const auto line = c.in.next_line()) {
+        const Message m = parse_message(*line);
+        if (m.kind != MsgKind::hello || m.rank == 0 || m.rank >= boot_.layout.world_size ||
+            said_hello_[m.rank]) {
+          throw SystemError(fmt::format("expected HELLO from a new rank, got '{}'", *line));
+        }
+        said_hello_[m.rank] = true;
+        c.rank = m.rank;
+      }
+    }
+    if (fds[0].revents != 0) on_accept();
+  }
+  boot_.control.reset();
+}
+
+void Supervisor::connect_to_rank0() {
+  const Rendezvous& r = boot_.rendezvous;
+  Connection c;
+  c.fd = net::connect_tcp(r.master_addr, r.control_port, 10s);
+  c.rank = 0;
+  up_ = std::move(c);
+  Message hello;
+  hello.kind = MsgKind::hello;
+  hello.rank = rank_;
+  net::send_all(up_->fd.get(), format_message(hello));
+}
+
+void Supervisor::start_program() {
+  const char* step = getenv("SLURM_STEP_ID");
+  // The pid keeps names unique: a job id comes back after a cluster restart, and a
+  // dlrun killed with SIGKILL leaves its file behind.
+  channel_.emplace(
+      ChannelFile::create(fmt::format("dlrun-{}.{}-{}-{}", job_.job ? job_.job->to_string() : "0",
+                                      step ? step : "0", rank_, getpid())));
+  TaskContext task;
+  task.layout = boot_.layout;
+  task.rendezvous = boot_.rendezvous;
+  task.restart_count = job_.restart_count;
+  task.ckpt_dir = job_.ckpt_dir;
+  task.client_file = channel_->path();
+  try {
+    task.socket_ifname =
+        net::interface_of(net::local_address_towards(boot_.rendezvous.master_addr));
+  } catch (const SystemError& e) {
+    log(LogLevel::verbose, "no socket interface for GLOO/NCCL_SOCKET_IFNAME: {}", e.what());
+  }
+  EnvChanges changes = program_env(task);
+  changes.set.emplace_back(pmix::kStoreVariable, pmix::kStoreValue);
+  ProgramSpec spec;
+  spec.argv = options_.command;
+  spec.env = apply_env(inherited_.env, changes);
+  spec.pass_fds = inherited_.fds;
+  spec.ignored_signals = {SIGTERM, SIGINT, SIGUSR1, SIGUSR2};
+  const bool tty = isatty(STDOUT_FILENO) || isatty(STDERR_FILENO);
+  spec.capture_output = options_.prefix_output && !tty;
+  spec.own_process_group = !isatty(STDIN_FILENO);
+  program_ = Program::start(spec);
+  log(LogLevel::verbose,
+      "started '{}' (pid {}): RANK={} WORLD_SIZE={} MASTER_ADDR={} MASTER_PORT={}",
+      options_.command.front(), program_->pid(), rank_, boot_.layout.world_size,
+      boot_.rendezvous.master_addr, boot_.rendezvous.master_port);
+  if (spec.capture_output) {
+    out_pipe_ = std::move(program_->stdout_pipe());
+    err_pipe_ = std::move(program_->stderr_pipe());
+    const std::string prefix = rank_prefix(rank_, job_.node);
+    out_prefixer_ = std::make_unique<LinePrefixer>(
+        prefix, [](std::string_view line) { write_all(STDOUT_FILENO, line); });
+    err_prefixer_ = std::make_unique<LinePrefixer>(
+        prefix, [](std::string_view line) { write_all(STDERR_FILENO, line); });
+  }
+}
+
+void Supervisor::send_up(const Message& m) {
+  if (coordinator_rank_) {
+    to_coordinator_.push_back(m);
+    return;
+  }
+  if (!up_) return;
+  try {
+    net::send_all(up_->fd.get(), format_message(m));
+  } catch (const SystemError& e) {
+    log(LogLevel::verbose, "{}", e.what());
+  }
+}
+
+void Supervisor::broadcast(const Message& m) {
+  const std::string line = format_message(m);
+  for (auto& c : peers_) {
+    if (c->rank < 0 || !c->fd) continue;
+    try {
+      net::send_all(c->fd.get(), line);
+    } catch (const SystemError& e) {
+      log(LogLevel::verbose, "rank {}: {}", c->rank, e.what());
+    }
+  }
+  to_self_.push_back(m);
+}
+
+void Supervisor::answer_round(bool frozen, std::int64_t step) {
+  round_->answered = true;
+  Message m;
+  m.kind = MsgKind::step;
+  m.seq = round_->seq;
+  m.flag = frozen;
+  m.step = step;
+  send_up(m);
+}
+
+void Supervisor::handle(const Message& m) {
+  channel::Page& page = channel_->page();
+  switch (m.kind) {
+    case MsgKind::prepare:
+      round_ = LocalRound{m.seq, Steady::now()};
+      page.request_seq.store(static_cast<std::int64_t>(m.seq), std::memory_order_release);
+      if (!program_) answer_round(false, -1);
+      break;
+    case MsgKind::target:
+      if (!round_ || round_->seq != m.seq) break;
+      round_->has_target = true;
+      page.target_step.store(m.step, std::memory_order_release);
+      page.stopping.store(m.flag ? 1 : 0, std::memory_order_release);
+      page.target_seq.store(static_cast<std::int64_t>(m.seq), std::memory_order_release);
+      if (program_ && options_.ckpt_signal != 0) program_->signal(options_.ckpt_signal);
+      break;
+    case MsgKind::stop_after: page.stopping.store(1, std::memory_order_release); break;
+    case MsgKind::end: end_program(m.code, m.text); break;
+    default: log(LogLevel::warning, "unexpected message from rank 0: {}", format_message(m));
+  }
+}
+
+void Supervisor::end_program(int code, const std::string& why) {
+  if (end_code_) return;
+  end_code_ = code;
+  log(LogLevel::verbose, "ending ({}), exit code {}", why, code);
+  const auto now = Steady::now();
+  hangup_deadline_ = now + options_.kill_wait + kHangupWait;
+  if (program_) {
+    // Programs that installed a handler get SIGTERM; the rest ignore it (dlrun started
+    // them with SIGTERM ignored, against Slurm's own) and get SIGKILL after kill_wait.
+    program_->signal(SIGTERM);
+    kill_at_ = now + options_.kill_wait;
+  }
+}
+
+void Supervisor::on_signal(int sig) {
+  switch (sig) {
+    case SIGCHLD:
+      if (program_) {
+        if (const auto status = program_->reap()) on_program_exit(*status);
+      }
+      break;
+    case SIGCONT:
+      if (coordinator_) coordinator_->on_resumed();
+      break;
+    case SIGTERM:
+    case SIGINT:
+    case SIGUSR2:
+    case SIGUSR1: {
+      const bool stop = sig != SIGUSR1;
+      log(LogLevel::verbose, "got {}: asking for a checkpoint{}", signal_name(sig),
+          stop ? " and a requeue" : "");
+      Message m;
+      m.kind = MsgKind::want;
+      m.flag = stop;
+      m.text = signal_name(sig);
+      send_up(m);
+      break;
+    }
+    default: break;
+  }
+}
+
+void Supervisor::on_program_exit(int status) {
+  program_.reset();
+  const std::string how = describe_wait_status(status);
+  if (end_code_) {
+    log(LogLevel::verbose, "program {}", how);
+    return;
+  }
+  if (status != 0) log(LogLevel::info, "program {}", how);
+  Message m;
+  m.kind = MsgKind::exit;
+  m.code = exit_code_of(status);
+  m.text = how;
+  send_up(m);
+}
+
+void Supervisor::on_program_output(UniqueFd& pipe, LinePrefixer& prefixer) {
+  std::string data;
+  if (!read_some(pipe.get(), data)) {
+    prefixer.finish();
+    pipe.reset();
+    return;
+  }
+  prefixer.feed(data);
+}
+
+void Supervisor::on_rank0_readable() {
+  std::string data;
+  if (!read_some(up_->fd.get(), data)) {
+    up_.reset();
+    if (!end_code_) lost_rank0("its dlrun hung up");
+    return;
+  }
+  try {
+    up_->in.append(data);
+    while (auto line = up_->in.next_line()) handle(parse_message(*line));
+  } catch (const SystemError& e) {
+    up_.reset();
+    lost_rank0(e.what());
+  }
+}
+
+void Supervisor::lost_rank0(const std::string& why) {
+  log(LogLevel::error, "lost rank 0 ({}): stopping", why);
+  end_program(kExitLost, "lost rank 0");
+  // Rank 0's dlrun is gone, with its program (PR_SET_PDEATHSIG), and nobody else would
+  // requeue the job: rank 1 stands in, with the same decision rank 0 would have made.
+  if (rank_ != 1) return;
+  const std::optional<std::int64_t> resumed = boot_.rendezvous.resume_step >= 0
+                                                  ? std::optional(boot_.rendezvous.resume_step)
+                                                  : std::nullopt;
+  conclude_run(job_, options_.max_stalled_restarts, RunEnd::failed, kExitLost,
+               fmt::format("lost rank 0 ({})", why), resumed,
+               [this](JobPhase phase, const std::string& detail) {
+                 show_status_without_rank0(phase, detail);
+               });
+}
+
+void Supervisor::show_status_without_rank0(JobPhase phase, const std::string& detail) {
+  Status s;
+  s.phase = phase;
+  s.detail = detail;
+  const std::string text = format_status(s);
+  log(LogLevel::info, "{}", text);
+  if (!job_.job) return;
+  try {
+    const slurm::JobInfo info = slurm::load_job(*job_.job);
+    if (!slurm::set_comment(*job_.job, merge_comment(comment_prefix(info.comment), text))) {
+      log(LogLevel::verbose, "the job has ended: its comment stays as it is");
+    }
+  } catch (const std::exception& e) {
+    log(LogLevel::warning, "{}", e.what());
+  }
+}
+
+void Supervisor::on_accept() {
+  auto c = std::make_unique<Connection>();
+  c->fd = net::accept_connection(boot_.control->fd.get());
+  peers_.push_back(std::move(c));
+}
+
+void Supervisor::drop_peer(Connection& c, const std::string& why) {
+  c.fd.reset();
+  if (c.rank >= 0 && coordinator_) {
+    coordinator_->on_rank_lost(static_cast<std::uint32_t>(c.rank), why, Steady::now());
+  }
+}
+
+void Supervisor::on_peer_readable(Connection& c) {
+  std::string data;
+  if (!read_some(c.fd.get(), data)) {
+    drop_peer(c, "its dlrun hung up");
+    return;
+  }
+  try {
+    c.in.append(data);
+  } catch (const SystemError& e) {
+    drop_peer(c, e.what());
+    return;
+  }
+  process_lines(c);
+}
+
+void Supervisor::process_lines(Connection& c) {
+  try {
+    while (auto line = c.in.next_line()) {
+      coordinator_->on_message(static_cast<std::uint32_t>(c.rank), parse_message(*line),
+                               Steady::now());
+    }
+  } catch (const SystemError& e) {
+    drop_peer(c, e.what());
+  }
+}
+
+void Supervisor::tick(Steady::time_point now) {
+  // SIGCHLD is the signal to look; this also catches an exit whose signal coalesced.
+  if (program_) {
+    if (const auto status = program_->reap()) on_program_exit(*status);
+  }
+  if (program_ && round_ && !round_->answered) {
+    const channel::Page& page = channel_->page();
+    const std::int64_t step = page.step.load(std::memory_order_acquire);
+    const bool frozen =
+        page.frozen_seq.load(std::memory_order_acquire) == static_cast<std::int64_t>(round_->seq);
+    // A program that never reported a step does not use the client API: no wait.
+    if (frozen || step < 0 || now - round_->started >= kFreezeWait) answer_round(frozen, step);
+  }
+  if (program_ && round_ && round_->has_target && !round_->done_sent) {
+    const channel::Page& page = channel_->page();
+    if (page.done_seq.load(std::memory_order_acquire) >= static_cast<std::int64_t>(round_->seq)) {
+      round_->done_sent = true;
+      Message m;
+      m.kind = MsgKind::done;
+      m.seq = round_->seq;
+      m.step = page.done_step.load(std::memory_order_acquire);
+      send_up(m);
+    }
+  }
+  if (end_code_ && program_ && !killed_ && now >= kill_at_) {
+    program_->signal(SIGKILL);
+    killed_ = true;
+  }
+  if (coordinator_) coordinator_->tick(now);
+}
+
+void Supervisor::loop() {
+  for (;;) {
+    // Messages between rank 0's two roles, in the order they were sent.
+    while (!to_coordinator_.empty() || !to_self_.empty()) {
+      if (!to_coordinator_.empty()) {
+        const Message m = to_coordinator_.front();
+        to_coordinator_.pop_front();
+        coordinator_->on_message(0, m, Steady::now());
+      } else {
+        const Message m = to_self_.front();
+        to_self_.pop_front();
+        handle(m);
+      }
+    }
+    const auto now = Steady::now();
+    if (end_code_ && !program_) {
+      // Rank 0 waits for the other ranks to hang up (they have its END), every rank for
+      // the last of its program's output; both within bounds.
+      bool open = out_pipe_ || err_pipe_;
+      for (const auto& c : peers_) open = open || (c->fd && c->rank >= 0);
+      if (!open || now >= hangup_deadline_) return;
+    }
+
+    std::vector<pollfd> fds;
+    std::vector<std::function<void()>> handlers;
+    const auto watch = [&](int fd, std::function<void()> h) {
+      fds.push_back(pollfd{fd, POLLIN, 0});
+      handlers.push_back(std::move(h));
+    };
+    watch(signals_.get(), [this] {
+      signalfd_siginfo si{};
+      while (read(signals_.get(), &si, sizeof si) == sizeof si)
+        on_signal(static_cast<int>(si.ssi_signo));
+    });
+    if (out_pipe_) watch(out_pipe_.get(), [this] { on_program_output(out_pipe_, *out_prefixer_); });
+    if (err_pipe_) watch(err_pipe_.get(), [this] { on_program_output(err_pipe_, *err_prefixer_); });
+    if (up_) watch(up_->fd.get(), [this] { on_rank0_readable(); });
+    for (auto& c : peers_) {
+      if (!c->fd) continue;
+      Connection* conn = c.get();
+      watch(conn->fd.get(), [this, conn] { on_peer_readable(*conn); });
+    }
+
+    // Short ticks only while this rank waits on its program in a round.
+    auto wake = now + 250ms;
+    if (round_ && !round_->answered) wake = now + 2ms;
+    if (round_ && round_->has_target && !round_->done_sent) wake = std::min(wake, now + 20ms);
+    if (end_code_ && program_ && !killed_) wake = std::min(wake, kill_at_);
+    if (coordinator_) wake = std::min(wake, coordinator_->next_wakeup(now));
+    const auto timeout = std::max<long long>(
+        0, std::chrono::duration_cast<std::chrono::milliseconds>(wake - now).count());
+    const int n = poll(fds.data(), fds.size(), static_cast<int>(timeout));
+    if (n < 0 && errno != EINTR) throw SystemError(fmt::format("poll: {}", std::strerror(errno)));
+    for (std::size_t i = 0; n > 0 && i < fds.size(); ++i) {
+      if (fds[i].revents != 0) handlers[i]();
+    }
+    tick(Steady::now());
+  }
+}
+
+}  // namespace
+
+int supervise(const SupervisorOptions& options, const JobSettings& job, Bootstrap boot,
+              Inherited inherited, UniqueFd signals) {
+  Supervisor s(options, job, std::move(boot), std::move(inherited), std::move(signals));
+  return s.run();
+}
+
+}  // namespace dl

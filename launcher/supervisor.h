@@ -1,0 +1,56 @@
+// dlrun after the bootstrap: runs the program, owns the signals Slurm sends to the step,
+// and coordinates all ranks through rank 0 (checkpoint rounds, stop, failure, requeue).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/unique_fd.h"
+#include "launcher/bootstrap.h"
+#include "launcher/resume.h"
+#include "launcher/slurm_job.h"
+
+namespace dl {
+
+struct SupervisorOptions {
+  std::vector<std::string> command;
+  int ckpt_signal = 0;  // the program's "checkpoint now" request; 0: none
+  std::chrono::milliseconds status_interval{60'000};
+  std::chrono::milliseconds deadline_margin{30'000};
+  std::chrono::milliseconds kill_wait{3'000};
+  std::uint32_t max_stalled_restarts = 2;
+  bool prefix_output = true;
+  CheckLevel resume_check = CheckLevel::full;
+};
+
+// What the environment says about the job (the DL_* spec and Slurm's variables).
+struct JobSettings {
+  std::string ckpt_dir;  // empty: no checkpoints
+  std::optional<std::chrono::seconds> ckpt_every;
+  std::chrono::seconds grace{120};
+  std::uint32_t max_restarts = 3;
+  std::uint32_t restart_count = 0;
+  std::string node;  // SLURMD_NODENAME
+  std::optional<slurm::JobRef> job;
+};
+
+// Exit codes of dlrun besides the program's own.
+inline constexpr int kExitRequeued = 75;  // stopped after a checkpoint; requeued (EX_TEMPFAIL)
+inline constexpr int kExitStopped = 143;  // stopped, but not requeued (128 + SIGTERM)
+inline constexpr int kExitLost = 1;       // lost contact with rank 0
+
+// What dlrun was started with, to hand on to the program.
+struct Inherited {
+  std::vector<std::string> env;
+  std::vector<int> fds;  // open descriptors, e.g. slurmstepd's
+};
+
+// Runs the command under supervision and returns dlrun's exit code. `signals` is a
+// signalfd for the signals dlrun owns (blocked since dlrun started).
+int supervise(const SupervisorOptions& options, const JobSettings& job, Bootstrap boot,
+              Inherited inherited, UniqueFd signals);
+
+}  // namespace dl

@@ -1,0 +1,267 @@
+#!/usr/bin/env bats
+# dlrun on the mini-cluster: the rank bootstrap, ports, checkpoint-requeue-resume on a
+# signal, a preemption and a deadline, crashes, the restart guard, array tasks, MPI
+# programs, the Python client, and misuse.
+
+load helpers
+
+setup() {
+  cd "$BATS_TEST_TMPDIR"
+  DLRUN=$DL_BUILD_DIR/launcher/dlrun
+  TRAINER=$DL_BUILD_DIR/tests/integration/dlrun_trainer
+}
+teardown() { cancel_all; }
+
+# A job name of its own: its default checkpoint directory (<root>/<user>/<job name>)
+# starts empty.
+unique_name() { echo "dlrun-$1-$$-$RANDOM"; }
+
+# Polls a shell condition for up to $1 seconds.
+wait_until() {
+  local limit=$1
+  shift
+  local deadline=$((SECONDS + limit))
+  while [ $SECONDS -lt $deadline ]; do
+    if eval "$@" 2>/dev/null; then return 0; fi
+    sleep 0.2
+  done
+  echo "not true after ${limit}s: $*" >&2
+  return 1
+}
+
+field_values() { grep -o "$1=[^ ]*" "${2:-out.txt}" | cut -d= -f2 | sort -u; }
+
+# The job's comment (it contains spaces, so job_field does not do).
+job_comment() { scontrol show job "$1" | sed -n 's/^ *Comment=//p'; }
+
+@test "8 ranks on 4 nodes see ranks 0..7 once each and the same MASTER_ADDR, MASTER_PORT and NCCL id" {
+  run run_srun -N4 --ntasks-per-node=2 --mpi=pmix "$DLRUN" sh -c \
+    'echo env $RANK $WORLD_SIZE $LOCAL_RANK $LOCAL_WORLD_SIZE $GROUP_RANK $SLURMD_NODENAME $MASTER_ADDR $MASTER_PORT $DL_NCCL_UNIQUE_ID $SLURM_STEP_RESV_PORTS'
+  [ "$status" -eq 0 ]
+  lines=$(echo "$output" | grep ' env ')
+  [ "$(echo "$lines" | wc -l)" -eq 8 ]
+  # Each line comes from the rank and node its prefix names.
+  echo "$lines" | awk '{ if ($1 " " $2 != "[rank " $4 "@" $9 "]") exit 1 }'
+  [ "$(echo "$lines" | awk '{print $4}' | sort -n | tr '\n' ' ')" = "0 1 2 3 4 5 6 7 " ]
+  [ "$(echo "$lines" | awk '{print $5, $7}' | sort -u)" = "8 2" ]
+  # Two ranks per node with local ranks 0 and 1; GROUP_RANK is the node's index.
+  [ "$(echo "$lines" | awk '{print $9, $8, $6}' | sort | tr '\n' ' ')" = \
+    "n1 0 0 n1 0 1 n2 1 0 n2 1 1 n3 2 0 n3 2 1 n4 3 0 n4 3 1 " ]
+  [ "$(echo "$lines" | awk '{print $10, $11, $12}' | sort -u | wc -l)" -eq 1 ]
+  set -- $(echo "$lines" | head -n 1)
+  [[ ${12} =~ ^[0-9a-f]{256}$ ]] # ncclUniqueId: 128 bytes
+  # MASTER_PORT is one of the ports Slurm reserved for this step.
+  [ "${11}" -ge "${13%-*}" ] && [ "${11}" -le "${13#*-}" ]
+}
+
+@test "two jobs on the same nodes at the same time get different MASTER_PORTs" {
+  for j in a b; do
+    submit -N4 --ntasks-per-node=1 -o $j.out --wrap "srun --mpi=pmix $DLRUN --no-prefix sh -c '
+      echo port=\$MASTER_PORT; [ \$RANK = 0 ] && touch $PWD/$j.ready
+      while [ ! -e $PWD/go ]; do sleep 0.2; done'" >$j.job
+  done
+  # Both run on all four nodes at once before either may finish.
+  wait_until 60 '[ -e a.ready ] && [ -e b.ready ]'
+  touch go
+  wait_state "$(cat a.job)" COMPLETED 60
+  wait_state "$(cat b.job)" COMPLETED 60
+  [ "$(field_values port a.out | wc -l)" -eq 1 ]
+  [ "$(field_values port b.out | wc -l)" -eq 1 ]
+  [ "$(field_values port a.out)" != "$(field_values port b.out)" ]
+}
+
+@test "SIGTERM reaches the program as one checkpoint request; the job requeues and resumes from DL_RESUME_FROM" {
+  name=$(unique_name sigterm)
+  job=$(submit -J "$name" -N2 --ntasks-per-node=1 --requeue --dl-grace=30s -o out.txt \
+    --open-mode=append --wrap "srun --mpi=pmix $DLRUN --status-interval=1s $TRAINER --steps 150 --step-ms 50")
+  wait_until 60 'grep -q "RUNNING step" out.txt'
+  # The status line in the job comment, after job_submit/dl's part, which stays.
+  [[ $(job_comment "$job") =~ ^dl:\ no\ GPUs\ \|\ RUNNING\ step\ [0-9]+ ]]
+  scancel --signal=TERM "$job"
+  wait_state "$job" COMPLETED 120
+  # Both ranks got one request and checkpointed at the same step.
+  [ "$(grep -c '^\[rank [01]@n[0-9]\] request ' out.txt)" -eq 2 ]
+  [ "$(grep -c '^\[rank [01]@n[0-9]\] checkpoint ' out.txt)" -eq 2 ]
+  step=$(grep ' checkpoint rank=' out.txt | grep -o 'step=[0-9]*' | sort -u)
+  [ "$(echo "$step" | wc -l)" -eq 1 ]
+  step=${step#step=}
+  [ "$(job_field "$job" Restarts)" -eq 1 ]
+  dir=$(dirname "$SLURM_CONF")/ckpt/$(id -un)/$name
+  resume=$(printf '%s/step-%09d' "$dir" "$step")
+  [ "$(grep -c "start rank=[01] world=2 restart=1 resume=$resume first_step=$((step + 1))" out.txt)" -eq 2 ]
+  [ "$(grep -c 'done rank=[01] step=150' out.txt)" -eq 2 ]
+  [[ $(job_comment "$job") =~ ^dl:\ no\ GPUs\ \|\ COMPLETED\ step\ 149 ]]
+}
+
+@test "a preempting job: the victim checkpoints in its grace time, requeues itself and resumes" {
+  scontrol update PartitionName=low GraceTime=30
+  name=$(unique_name preempt)
+  low=$(submit -p low -J "$name" -N4 --gpus-per-node=2 --dl-preemptible --dl-grace=20s -o out.txt \
+    --open-mode=append --wrap "srun --mpi=pmix $DLRUN $TRAINER --steps 200 --step-ms 50")
+  wait_until 60 'grep -q "start rank=0" out.txt'
+  high=$(submit -p high -N1 --gpus-per-node=2 -o high.txt --wrap 'echo high ran')
+  wait_state "$high" COMPLETED 90
+  wait_state "$low" COMPLETED 120
+  scontrol update PartitionName=low GraceTime=60
+  [ "$(grep ' checkpoint rank=' out.txt | grep -o 'step=[0-9]*' | sort -u | wc -l)" -eq 1 ]
+  [ "$(grep -c ' checkpoint rank=' out.txt)" -eq 4 ]
+  [ "$(grep -c 'restart=1 resume=.*/step-' out.txt)" -eq 4 ]
+  [ "$(grep -c 'done rank=[0-3] step=200' out.txt)" -eq 4 ]
+}
+
+@test "scancel: every rank checkpoints, and the cancelled job is not requeued" {
+  job=$(submit -J "$(unique_name cancel)" -N2 --ntasks-per-node=1 --requeue --dl-grace=20s \
+    -o out.txt --wrap "srun --mpi=pmix $DLRUN $TRAINER --step-ms 50")
+  wait_until 60 '[ "$(grep -c "start rank=" out.txt)" -eq 2 ]'
+  scancel "$job"
+  wait_state "$job" CANCELLED 30
+  wait_until 30 'grep -q "not requeued: the job was cancelled" out.txt'
+  [ "$(grep -c ' checkpoint rank=' out.txt)" -eq 2 ]
+  [ "$(job_field "$job" Restarts)" = 0 ]
+  sleep 12 # longer than the mini-cluster's requeue delay
+  [ "$(job_state "$job")" = CANCELLED ]
+  ! grep -q warning out.txt
+}
+
+@test "the deadline: dlrun checkpoints before the time limit without any signal, and the job resumes" {
+  name=$(unique_name deadline)
+  # end - 10 s (--dl-grace, no save measured yet) - 5 s margin: about 45 s after start.
+  job=$(submit -J "$name" -N2 --ntasks-per-node=1 --requeue --time=1 --dl-grace=10s -o out.txt \
+    --open-mode=append --wrap "srun --mpi=pmix $DLRUN --deadline-margin=5s $TRAINER --steps 1000 --step-ms 50")
+  wait_state "$job" COMPLETED 150
+  grep -q 'dlrun: deadline (the job ends in' out.txt
+  [ "$(grep ' checkpoint rank=' out.txt | grep -o 'step=[0-9]*' | sort -u | wc -l)" -eq 1 ]
+  [ "$(grep -c 'restart=1 resume=.*/step-' out.txt)" -eq 2 ]
+  [ "$(grep -c 'done rank=[01] step=1000' out.txt)" -eq 2 ]
+  ! grep -q 'TIMEOUT\|DUE TO TIME LIMIT' out.txt
+}
+
+@test "DL_RESUME_FROM is the newest checkpoint that verifies: a corrupted newer one is skipped with a warning" {
+  name=$(unique_name verify)
+  job=$(submit -J "$name" -N2 --ntasks-per-node=1 --dl-ckpt-keep=3 -o first.txt \
+    --wrap "srun --mpi=pmix $DLRUN $TRAINER --steps 200 --step-ms 50")
+  wait_until 60 'grep -q "start rank=0" first.txt'
+  # Two checkpoints, on request (SIGUSR1: checkpoint and carry on).
+  scancel --signal=USR1 "$job"
+  wait_until 30 '[ "$(grep -c " checkpoint rank=" first.txt)" -eq 2 ]'
+  scancel --signal=USR1 "$job"
+  wait_until 30 '[ "$(grep -c " checkpoint rank=" first.txt)" -eq 4 ]'
+  wait_state "$job" COMPLETED 90
+  set -- $(grep ' checkpoint rank=0 ' first.txt | grep -o 'step=[0-9]*' | cut -d= -f2)
+  old=$1 new=$2
+  dir=$(dirname "$SLURM_CONF")/ckpt/$(id -un)/$name
+  # Flip one byte of rank 1's row in the newer checkpoint: only its checksum tells.
+  /usr/bin/python3 -c '
+import struct, sys
+path, step = sys.argv[1], int(sys.argv[2])
+data = bytearray(open(path, "rb").read())
+at = data.find(struct.pack("<4f", *[float(step)] * 4))
+assert at >= 0, "row not found"
+data[at + 1] ^= 0xFF
+open(path, "wb").write(data)
+' "$(printf '%s/step-%09d/shard-00001-of-00002.h5' "$dir" "$new")" "$new"
+  job2=$(submit -J "$name" -N2 --ntasks-per-node=1 --dl-ckpt-keep=3 -o second.txt \
+    --wrap "srun --mpi=pmix $DLRUN $TRAINER --steps $((new + 5)) --step-ms 50")
+  wait_state "$job2" COMPLETED 60
+  grep -q "rank 0@n[0-9]\] dlrun: warning: checkpoint .*/step-0*$new is unusable" second.txt
+  resume=$(printf '%s/step-%09d' "$dir" "$old")
+  [ "$(grep -c "resume=$resume first_step=$((old + 1))" second.txt)" -eq 2 ]
+}
+
+@test "kill -9 of one rank ends all ranks within 10 s and the job requeues" {
+  job=$(submit -J "$(unique_name kill)" -N2 --ntasks-per-node=2 --requeue -o out.txt \
+    --open-mode=append --wrap "srun --mpi=pmix $DLRUN $TRAINER --step-ms 100 --pid-dir $PWD")
+  wait_until 60 '[ "$(ls pid.* 2>/dev/null | wc -l)" -eq 4 ]'
+  pids=$(cat pid.*)
+  kill -9 "$(cat pid.3)"
+  alive() { for p in $pids; do kill -0 "$p" 2>/dev/null && return 0; done; return 1; }
+  wait_until 10 '! alive'
+  wait_until 90 '[ "$(job_field "$job" Restarts)" = 1 ] && grep -q "restart=1" out.txt'
+  grep -q 'rank 3 killed by signal 9 (Killed): stopping all ranks' out.txt
+  [[ $(job_comment "$job") =~ RUNNING|REQUEUED ]]
+}
+
+@test "kill -9 of rank 0's dlrun itself: the other ranks stop and rank 1 requeues the job" {
+  job=$(submit -J "$(unique_name kill0)" -N2 --ntasks-per-node=2 --requeue -o out.txt \
+    --open-mode=append --wrap "srun --mpi=pmix $DLRUN $TRAINER --step-ms 100 --pid-dir $PWD")
+  wait_until 60 '[ "$(ls pid.* 2>/dev/null | wc -l)" -eq 4 ]'
+  pids=$(cat pid.*)
+  dlrun0=$(ps -o ppid= -p "$(cat pid.0)" | tr -d ' ')
+  [ "$(ps -o comm= -p "$dlrun0")" = dlrun ]
+  kill -9 "$dlrun0"
+  alive() { for p in $pids; do kill -0 "$p" 2>/dev/null && return 0; done; return 1; }
+  wait_until 10 '! alive'
+  wait_until 90 '[ "$(job_field "$job" Restarts)" = 1 ] && grep -q "restart=1" out.txt'
+  grep -q '\[rank 1@n[0-9]\] dlrun: requeued job' out.txt
+}
+
+@test "a job that never progresses ends held, with the reason in scontrol show job" {
+  job=$(submit -J "$(unique_name stuck)" -N1 --requeue --dl-max-restarts=5 -o out.txt \
+    --open-mode=append --wrap "srun --mpi=pmix $DLRUN --max-stalled-restarts=1 sh -c 'exit 1'")
+  wait_until 90 '[ "$(job_field "$job" Restarts)" = 2 ] && [ "$(job_state "$job")" = PENDING ]'
+  show=$(scontrol show job "$job")
+  [[ $show =~ Reason=job_requeued_in_held_state ]]
+  [[ $show =~ Comment=dl:\ no\ GPUs\ \|\ HELD:\ rank\ 0\ exited\ with\ 1\;\ no\ newer\ checkpoint\ in\ 2\ runs\ in\ a\ row ]]
+  # Held: it stays pending.
+  sleep 15
+  [ "$(job_state "$job")" = PENDING ]
+  [ "$(job_field "$job" Restarts)" = 2 ]
+}
+
+@test "a failing array task is requeued alone, even the one whose id is the array's" {
+  # The array's last task carries the array's own job id: requeueing that id by name
+  # ("scontrol requeue <id>") would requeue the whole array.
+  array=$(submit --array=0-2 -N1 --requeue -o 'out.%a' --open-mode=append --wrap "srun --mpi=pmix $DLRUN sh -c '
+    echo task=\$SLURM_ARRAY_TASK_ID job=\$SLURM_JOB_ID array=\$SLURM_ARRAY_JOB_ID restart=\$DL_RESTART_COUNT
+    if [ \$SLURM_JOB_ID = \$SLURM_ARRAY_JOB_ID ] && [ \$DL_RESTART_COUNT = 0 ]; then sleep 1; exit 1; fi
+    sleep 3'")
+  wait_until 120 '[ -z "$(squeue -h -j "$array" -o %i)" ]'
+  failing=$(grep -l "job=$array array=$array restart=0" out.* | sed 's/out\.//')
+  [ -n "$failing" ]
+  for t in 0 1 2; do
+    [ "$(job_state "${array}_$t")" = COMPLETED ]
+    if [ "$t" = "$failing" ]; then
+      [ "$(job_field "${array}_$t" Restarts)" = 1 ]
+      grep -q restart=1 "out.$t"
+    else
+      [ "$(job_field "${array}_$t" Restarts)" = 0 ]
+    fi
+  done
+}
+
+@test "the Python client: all ranks checkpoint at the same step on SIGUSR1 and carry on" {
+  job=$(submit -N2 --ntasks-per-node=2 -o out.txt --wrap "srun --mpi=pmix $DLRUN \
+    /usr/bin/python3 $DL_ROOT/tests/integration/dlrun_trainer.py --steps 120 --step-ms 50")
+  wait_until 60 '[ "$(grep -c "start rank=" out.txt)" -eq 4 ]'
+  sleep 1
+  scancel --signal=USR1 "$job"
+  wait_state "$job" COMPLETED 60
+  [ "$(grep -c ' checkpoint rank=' out.txt)" -eq 4 ]
+  [ "$(grep ' checkpoint rank=' out.txt | grep -o 'step=[0-9]*' | sort -u | wc -l)" -eq 1 ]
+  [ "$(grep -c 'done rank=[0-3] step=119' out.txt)" -eq 4 ]
+  [ "$(job_field "$job" Restarts)" = 0 ]
+}
+
+@test "an Open MPI program (MPI_Init, MPI_Allreduce) runs correctly under dlrun on 4 nodes" {
+  run run_srun -N4 --ntasks-per-node=2 --mpi=pmix "$DLRUN" "$DL_BUILD_DIR/tests/integration/mpi_allreduce"
+  [ "$status" -eq 0 ]
+  [ "$(echo "$output" | grep -c 'mpi rank=[0-7] size=8 sum=28$')" -eq 8 ]
+  [ "$(echo "$output" | grep -o 'mpi rank=[0-7]' | sort -u | wc -l)" -eq 8 ]
+}
+
+@test "outside srun, or without PMIx, dlrun fails at once with the command line that works" {
+  run "$DLRUN" -v ./train.py --lr 0.1
+  [ "$status" -eq 2 ]
+  [[ $output =~ "dlrun: not started by srun with PMIx" ]]
+  [[ $output =~ "srun --mpi=pmix dlrun -v ./train.py --lr 0.1" ]]
+  run run_srun -N1 "$DLRUN" true
+  [ "$status" -ne 0 ]
+  [[ $output =~ "dlrun: this task has no PMIx server (srun ran without --mpi=pmix)" ]]
+  [[ $output =~ "srun --mpi=pmix dlrun true" ]]
+  run "$DLRUN" --ckpt-signal=USR1 true
+  [ "$status" -eq 2 ]
+  [ "$output" = "dlrun: --ckpt-signal=USR1: NCCL uses SIGUSR1; choose another, e.g. URG" ]
+  run "$DLRUN" --ckpt-signal=TERM true
+  [ "$status" -eq 2 ]
+  [[ $output =~ "Slurm sends it to every process of the step" ]]
+}

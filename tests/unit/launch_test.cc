@@ -1,0 +1,375 @@
+// The pure parts of dlrun: the environment the program gets, port choice, restart
+// guard, deadline, checkpoint-step agreement, status line, log prefix, control protocol.
+#include "core/launch.h"
+
+#include <gtest/gtest.h>
+
+#include <csignal>
+#include <map>
+
+#include "core/agreement.h"
+#include "core/control.h"
+#include "core/deadline.h"
+#include "core/error.h"
+#include "core/ports.h"
+#include "core/rank_log.h"
+#include "core/restart.h"
+#include "core/signals.h"
+#include "core/status.h"
+
+namespace dl {
+namespace {
+
+using namespace std::chrono_literals;
+
+template <typename F>
+std::string error_of(F&& f) {
+  try {
+    f();
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+std::map<std::string, std::string> as_map(const std::vector<std::string>& env) {
+  std::map<std::string, std::string> m;
+  for (const auto& e : env) m[e.substr(0, e.find('='))] = e.substr(e.find('=') + 1);
+  return m;
+}
+
+TaskContext sample_task() {
+  TaskContext t;
+  t.layout = {3, 8, 1, 2, 1};
+  t.rendezvous.master_addr = "10.0.0.1";
+  t.rendezvous.master_port = 29500;
+  t.rendezvous.control_port = 40000;
+  t.rendezvous.nccl_id_hex = "ab01";
+  t.rendezvous.resume_from = "/ckpt/step-000001200";
+  t.rendezvous.resume_step = 1200;
+  t.restart_count = 2;
+  t.ckpt_dir = "/ckpt";
+  t.client_file = "/dev/shm/dlrun-1";
+  t.socket_ifname = "eth0";
+  return t;
+}
+
+TEST(LaunchEnv, TorchrunVariablesAndDlVariables) {
+  const auto env = as_map(apply_env({"PATH=/bin"}, program_env(sample_task())));
+  EXPECT_EQ(env.at("RANK"), "3");
+  EXPECT_EQ(env.at("WORLD_SIZE"), "8");
+  EXPECT_EQ(env.at("LOCAL_RANK"), "1");
+  EXPECT_EQ(env.at("LOCAL_WORLD_SIZE"), "2");
+  EXPECT_EQ(env.at("GROUP_RANK"), "1");
+  EXPECT_EQ(env.at("MASTER_ADDR"), "10.0.0.1");
+  EXPECT_EQ(env.at("MASTER_PORT"), "29500");
+  EXPECT_EQ(env.at("TORCHELASTIC_RESTART_COUNT"), "2");
+  EXPECT_EQ(env.at("DL_RESTART_COUNT"), "2");
+  EXPECT_EQ(env.at("DL_NCCL_UNIQUE_ID"), "ab01");
+  EXPECT_EQ(env.at("DL_CKPT_DIR"), "/ckpt");
+  EXPECT_EQ(env.at("DL_RESUME_FROM"), "/ckpt/step-000001200");
+  EXPECT_EQ(env.at("DL_CLIENT_FILE"), "/dev/shm/dlrun-1");
+  EXPECT_EQ(env.at("GLOO_SOCKET_IFNAME"), "eth0");
+  EXPECT_EQ(env.at("PATH"), "/bin");
+}
+
+TEST(LaunchEnv, StaleValuesAreReplacedOrRemoved) {
+  TaskContext t = sample_task();
+  t.rendezvous.resume_from.clear();
+  t.rendezvous.nccl_id_hex.clear();
+  const auto env = as_map(
+      apply_env({"RANK=7", "DL_RESUME_FROM=/old", "DL_NCCL_UNIQUE_ID=ff", "GLOO_SOCKET_IFNAME=ib0"},
+                program_env(t)));
+  EXPECT_EQ(env.at("RANK"), "3");
+  EXPECT_EQ(env.count("DL_RESUME_FROM"), 0u) << "a fresh start must not see an old checkpoint";
+  EXPECT_EQ(env.count("DL_NCCL_UNIQUE_ID"), 0u);
+  EXPECT_EQ(env.at("GLOO_SOCKET_IFNAME"), "ib0") << "the user's choice wins";
+}
+
+TEST(LaunchEnv, OrderIsKeptAndNewVariablesAppended) {
+  EnvChanges c;
+  c.set = {{"B", "2"}, {"D", "4"}};
+  c.unset = {"C"};
+  EXPECT_EQ(apply_env({"A=1", "B=x", "C=3"}, c), (std::vector<std::string>{"A=1", "B=2", "D=4"}));
+}
+
+TEST(Rendezvous, RoundTripsAndRejectsGarbage) {
+  const Rendezvous r = sample_task().rendezvous;
+  const Rendezvous back = decode_rendezvous(encode_rendezvous(r));
+  EXPECT_EQ(back.master_addr, r.master_addr);
+  EXPECT_EQ(back.master_port, r.master_port);
+  EXPECT_EQ(back.control_port, r.control_port);
+  EXPECT_EQ(back.nccl_id_hex, r.nccl_id_hex);
+  EXPECT_EQ(back.resume_from, r.resume_from);
+  EXPECT_EQ(back.resume_step, 1200);
+  EXPECT_THROW(decode_rendezvous("{"), SystemError);
+  EXPECT_THROW(decode_rendezvous(R"({"addr":"","port":1,"ctrl":2,"nccl":"","resume":"",)"
+                                 R"("resume_step":-1})"),
+               SystemError);
+  for (const char* bad :
+       {R"({"addr":"a","port":70000,"ctrl":2,"nccl":"","resume":"","resume_step":-1})",
+        R"({"addr":"a","port":1.5,"ctrl":2,"nccl":"","resume":"","resume_step":-1})",
+        R"({"addr":"a","port":1,"ctrl":2,"nccl":"","resume":"","resume_step":-2})",
+        R"({"addr":"a","port":1,"ctrl":2,"nccl":"","resume":"","resume_step":1e300})"}) {
+    EXPECT_THROW(decode_rendezvous(bad), SystemError) << bad;
+  }
+  Rendezvous failed;
+  failed.error = "no free port";
+  EXPECT_EQ(decode_rendezvous(encode_rendezvous(failed)).error, "no free port");
+}
+
+TEST(Hex, LowerCaseTwoDigitsPerByte) {
+  const unsigned char bytes[] = {0x00, 0x0f, 0xa0, 0xff};
+  EXPECT_EQ(to_hex(bytes, sizeof bytes), "000fa0ff");
+}
+
+TEST(Ports, ParsesSlurmReservedRanges) {
+  EXPECT_EQ(parse_port_list("12000-12002"), (std::vector<std::uint16_t>{12000, 12001, 12002}));
+  EXPECT_EQ(parse_port_list("12000-12001,12005"),
+            (std::vector<std::uint16_t>{12000, 12001, 12005}));
+  EXPECT_EQ(parse_port_list("80"), (std::vector<std::uint16_t>{80}));
+  for (const char* bad : {"", "a", "12-", "12002-12000", "0-3", "65536", "1,,2", "1-2-3"}) {
+    EXPECT_EQ(error_of([&] { parse_port_list(bad); }),
+              std::string("SLURM_STEP_RESV_PORTS=") + bad +
+                  ": expected port ranges such as 12000-12003 or 12000-12001,12005")
+        << bad;
+  }
+}
+
+TEST(Ports, FirstFreeInOrder) {
+  const auto busy = [](std::uint16_t p) { return p != 12000 && p != 12001; };
+  EXPECT_EQ(first_free_port({12000, 12001, 12002, 12003}, busy), 12002);
+  EXPECT_EQ(first_free_port({12000, 12001}, busy), std::nullopt);
+}
+
+TEST(Restart, HistoryRoundTripsAndRejectsGarbage) {
+  const RestartHistory h{2, 1};
+  const RestartHistory back = decode_history(encode_history(h));
+  EXPECT_EQ(back.failures, 2u);
+  EXPECT_EQ(back.stalled, 1u);
+  for (const char* bad : {"", "failures=1", "failures=x stalled=0", "stalled=0 failures=1"}) {
+    EXPECT_THROW(decode_history(bad), InputError) << bad;
+  }
+}
+
+TEST(Restart, CompletedFinishes) {
+  const auto d = decide_restart({3, 2}, {1, 1}, RunEnd::completed, 10, 20);
+  EXPECT_EQ(d.action, RestartAction::finish);
+}
+
+TEST(Restart, FailuresRequeueUntilTheLimit) {
+  RestartHistory h;
+  for (int run = 0; run < 3; ++run) {
+    // Every run makes progress, so only the failure count matters.
+    const auto d = decide_restart({3, 2}, h, RunEnd::failed, run * 100, run * 100 + 50);
+    ASSERT_EQ(d.action, RestartAction::requeue) << "run " << run;
+    EXPECT_EQ(d.reason, "restart " + std::to_string(run + 1) + " of 3 after a failure");
+    h = d.history;
+  }
+  const auto last = decide_restart({3, 2}, h, RunEnd::failed, 300, 350);
+  EXPECT_EQ(last.action, RestartAction::fail);
+  EXPECT_EQ(last.reason, "no restarts left (4 failures, --dl-max-restarts=3)");
+}
+
+TEST(Restart, NoProgressOverKRestartsHolds) {
+  // K = 2: the first run and two restarts without a newer checkpoint, then held.
+  RestartHistory h;
+  auto d = decide_restart({10, 2}, h, RunEnd::failed, std::nullopt, std::nullopt);
+  EXPECT_EQ(d.action, RestartAction::requeue);
+  d = decide_restart({10, 2}, d.history, RunEnd::failed, std::nullopt, std::nullopt);
+  EXPECT_EQ(d.action, RestartAction::requeue);
+  d = decide_restart({10, 2}, d.history, RunEnd::failed, std::nullopt, std::nullopt);
+  EXPECT_EQ(d.action, RestartAction::hold);
+  EXPECT_EQ(d.reason, "no newer checkpoint in 3 runs in a row (no checkpoint yet)");
+}
+
+TEST(Restart, ProgressResetsTheStallCount) {
+  auto d = decide_restart({10, 1}, {0, 1}, RunEnd::stopped, 100, 200);
+  EXPECT_EQ(d.action, RestartAction::requeue);
+  EXPECT_EQ(d.history.stalled, 0u);
+  d = decide_restart({10, 1}, d.history, RunEnd::stopped, 200, 200);
+  EXPECT_EQ(d.action, RestartAction::requeue);
+  d = decide_restart({10, 1}, d.history, RunEnd::stopped, 200, 200);
+  EXPECT_EQ(d.action, RestartAction::hold);
+  EXPECT_EQ(d.reason, "no newer checkpoint in 2 runs in a row (still at step 200)");
+  EXPECT_EQ(d.history.failures, 0u) << "stops are not failures";
+}
+
+TEST(Deadline, EndMinusSaveMinusMargin) {
+  const auto end = WallClock::from_time_t(10'000);
+  EXPECT_EQ(deadline_checkpoint_time(end, 120s, 30s), WallClock::from_time_t(10'000 - 150));
+  EXPECT_EQ(deadline_checkpoint_time(std::nullopt, 120s, 30s), std::nullopt);
+}
+
+TEST(Deadline, MeasuredSaveTimeReplacesTheDeclaredOne) {
+  SaveTimeEstimate e(120s);
+  EXPECT_EQ(e.value(), 120s);
+  e.record(8s);
+  EXPECT_EQ(e.value(), 8s);
+  e.record(5s);
+  EXPECT_EQ(e.value(), 8s) << "the longest save measured so far";
+  e.record(12s);
+  EXPECT_EQ(e.value(), 12s);
+}
+
+TEST(Agreement, FrozenRanksStayRunningRanksMoveOn) {
+  EXPECT_EQ(agree_on_step({{true, 100}, {true, 100}}), 100);
+  EXPECT_EQ(agree_on_step({{true, 100}, {false, 100}}), 101)
+      << "the running rank reaches 101 before it can learn the target";
+  EXPECT_EQ(agree_on_step({{true, 101}, {false, 100}}), 101);
+  EXPECT_EQ(agree_on_step({{false, -1}, {true, 7}}), 7) << "a rank without the client API";
+  EXPECT_EQ(agree_on_step({{false, -1}, {false, -1}}), -1);
+}
+
+TEST(Agreement, RoundCompletesWhenEveryRankIsDoneOrExited) {
+  CheckpointRound r(4, 3, false);
+  EXPECT_EQ(r.seq(), 4u);
+  r.report(0, {true, 10});
+  r.report(0, {true, 99});  // a duplicate is ignored
+  r.report(2, {false, 10});
+  EXPECT_FALSE(r.reports_complete());
+  r.exited(1);
+  EXPECT_TRUE(r.reports_complete());
+  EXPECT_EQ(r.target(), 11);
+  EXPECT_EQ(r.outstanding(), 2u);
+  r.done(0);
+  EXPECT_FALSE(r.complete());
+  r.done(2);
+  EXPECT_TRUE(r.complete());
+  EXPECT_FALSE(r.stop());
+  r.make_stop();
+  EXPECT_TRUE(r.stop());
+}
+
+TEST(Status, ContractFormat) {
+  Status s;
+  s.step = 1200;
+  s.ckpt_step = 1100;
+  s.ckpt_age = 130s;
+  EXPECT_EQ(format_status(s), "RUNNING step 1200, ckpt 1100 (2m ago)");
+  s.metrics = "loss=0.31";
+  s.metrics_step = 1200;
+  EXPECT_EQ(format_status(s), "RUNNING step 1200, ckpt 1100 (2m ago), loss=0.31");
+  s.metrics_step = 1150;
+  EXPECT_EQ(format_status(s), "RUNNING step 1200, ckpt 1100 (2m ago), loss=0.31 (step 1150)")
+      << "metrics reported less often than steps";
+  Status held;
+  held.phase = JobPhase::held;
+  held.step = 5;
+  held.detail = "no newer checkpoint in 3 runs in a row (no checkpoint yet)";
+  EXPECT_EQ(format_status(held),
+            "HELD step 5, no checkpoint yet: no newer checkpoint in 3 runs in a row (no "
+            "checkpoint yet)");
+  EXPECT_EQ(format_status(Status{}), "RUNNING");
+  Status long_metrics;
+  long_metrics.metrics = std::string(200, 'x');
+  EXPECT_EQ(format_status(long_metrics).size(), std::string("RUNNING, ").size() + 120 + 3);
+}
+
+TEST(Status, Ages) {
+  EXPECT_EQ(format_age(0s), "0s");
+  EXPECT_EQ(format_age(59s), "59s");
+  EXPECT_EQ(format_age(60s), "1m");
+  EXPECT_EQ(format_age(3599s), "59m");
+  EXPECT_EQ(format_age(3600s), "1h");
+  EXPECT_EQ(format_age(86400s * 3), "3d");
+  EXPECT_EQ(format_age(-5s), "0s") << "clock skew between nodes";
+}
+
+TEST(Status, CommentKeepsWhatCameBeforeTheSeparator) {
+  EXPECT_EQ(comment_prefix("dl: 16 GPUs as 2x8, preemptible | RUNNING step 1"),
+            "dl: 16 GPUs as 2x8, preemptible");
+  EXPECT_EQ(comment_prefix("my note"), "my note");
+  EXPECT_EQ(comment_prefix(""), "");
+  EXPECT_EQ(merge_comment("dl: 16 GPUs as 2x8, preemptible", "RUNNING step 2"),
+            "dl: 16 GPUs as 2x8, preemptible | RUNNING step 2");
+  EXPECT_EQ(merge_comment("", "RUNNING"), "dl | RUNNING");
+  EXPECT_EQ(comment_prefix(merge_comment("", "RUNNING")), "dl") << "stable across runs";
+}
+
+TEST(Status, RateLimited) {
+  RateLimiter limit(60s);
+  const RateLimiter::Clock::time_point t0{};
+  EXPECT_TRUE(limit.allow(t0, "a", false));
+  EXPECT_FALSE(limit.allow(t0 + 10s, "b", false)) << "within the interval";
+  EXPECT_TRUE(limit.allow(t0 + 10s, "c", true)) << "a phase change goes through";
+  EXPECT_FALSE(limit.allow(t0 + 100s, "c", false)) << "the same text twice";
+  EXPECT_TRUE(limit.allow(t0 + 100s, "d", false));
+}
+
+TEST(RankLog, Prefix) { EXPECT_EQ(rank_prefix(3, "n2"), "[rank 3@n2]"); }
+
+TEST(RankLog, WholeLinesOnly) {
+  std::string out;
+  LinePrefixer p(
+      "[rank 0@n1]", [&](std::string_view line) { out += line; }, 8);
+  p.feed("hel");
+  EXPECT_EQ(out, "");
+  p.feed("lo\nwor");
+  EXPECT_EQ(out, "[rank 0@n1] hello\n");
+  p.feed("ld\n\nx");
+  EXPECT_EQ(out, "[rank 0@n1] hello\n[rank 0@n1] world\n[rank 0@n1] \n");
+  p.feed("0123456789");  // longer than 8 without a newline: cut
+  EXPECT_EQ(out.substr(out.rfind("] ") + 2), "x0123456\n");
+  p.finish();
+  EXPECT_EQ(out.substr(out.rfind("] ") + 2), "789\n");
+}
+
+TEST(Control, EveryMessageRoundTrips) {
+  const auto make = [](MsgKind kind, std::uint32_t rank, std::uint64_t seq, std::int64_t step,
+                       bool flag, int code, std::string text) {
+    return Message{kind, rank, seq, step, flag, code, std::move(text)};
+  };
+  const std::vector<Message> messages = {
+      make(MsgKind::hello, 7, 0, -1, false, 0, ""),
+      make(MsgKind::want, 0, 0, -1, true, 0, "SIGTERM"),
+      make(MsgKind::step, 0, 3, 1200, true, 0, ""),
+      make(MsgKind::step, 0, 3, -1, false, 0, ""),
+      make(MsgKind::done, 0, 3, 1201, false, 0, ""),
+      make(MsgKind::exit, 0, 0, -1, false, 137, "killed by signal 9 (Killed)"),
+      make(MsgKind::prepare, 0, 9, -1, false, 0, ""),
+      make(MsgKind::target, 0, 9, 1201, true, 0, ""),
+      make(MsgKind::stop_after, 0, 9, -1, false, 0, ""),
+      make(MsgKind::end, 0, 0, -1, false, 75, "deadline"),
+  };
+  for (const auto& m : messages) {
+    const std::string line = format_message(m);
+    ASSERT_EQ(line.back(), '\n');
+    const Message back = parse_message(line.substr(0, line.size() - 1));
+    EXPECT_EQ(format_message(back), line);
+  }
+  EXPECT_EQ(format_message(make(MsgKind::end, 0, 0, -1, false, 1, "two\nlines")),
+            "END 1 two lines\n");
+}
+
+TEST(Control, MalformedMessagesAreErrors) {
+  for (const char* bad : {"", "HELLO", "HELLO x", "HELLO 1 2", "STEP 1 2 3", "TARGET 1 -2 0",
+                          "NOPE 1", "END 300 x", "DONE 1"}) {
+    EXPECT_THROW(parse_message(bad), SystemError) << bad;
+  }
+}
+
+TEST(Control, LineBufferSplitsAndBoundsLines) {
+  LineBuffer b;
+  b.append("HELLO 1\nWANT 1 SIG");
+  EXPECT_EQ(b.next_line(), "HELLO 1");
+  EXPECT_EQ(b.next_line(), std::nullopt);
+  b.append("TERM\n");
+  EXPECT_EQ(b.next_line(), "WANT 1 SIGTERM");
+  EXPECT_THROW(b.append(std::string(LineBuffer::kMaxLine + 1, 'x')), SystemError);
+}
+
+TEST(Signals, NamesAndNumbers) {
+  EXPECT_EQ(parse_signal("--ckpt-signal", "URG"), SIGURG);
+  EXPECT_EQ(parse_signal("--ckpt-signal", "SIGUSR2"), SIGUSR2);
+  EXPECT_EQ(parse_signal("--ckpt-signal", "10"), 10);
+  EXPECT_EQ(parse_signal("--ckpt-signal", "none"), 0);
+  EXPECT_EQ(
+      error_of([] { parse_signal("--ckpt-signal", "SIGFOO"); }),
+      "--ckpt-signal=SIGFOO: expected a signal name such as URG or SIGURG, a number, or none");
+  EXPECT_EQ(signal_name(SIGTERM), "SIGTERM");
+  EXPECT_EQ(signal_name(SIGRTMIN + 1), "signal " + std::to_string(SIGRTMIN + 1));
+}
+
+}  // namespace
+}  // namespace dl
