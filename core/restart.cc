@@ -51,7 +51,9 @@ RestartDecision decide_restart(const RestartPolicy& policy, const RestartHistory
   if (end == RunEnd::failed) {
     d.history.failures = history.failures + 1;
     if (d.history.failures > policy.max_restarts) {
-      d.action = RestartAction::fail;
+      // Held rather than failed: the reason stays in the job's comment and
+      // `scontrol release` runs it once more (after a fix of the cause, say).
+      d.action = RestartAction::hold;
       d.reason = fmt::format("no restarts left ({} failures, --dl-max-restarts={})",
                              d.history.failures, policy.max_restarts);
       return d;

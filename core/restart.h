@@ -34,8 +34,7 @@ RestartHistory decode_history(std::string_view text);
 enum class RestartAction {
   finish,   // completed: nothing to do
   requeue,  // requeue the job (this array task only)
-  hold,     // requeue it held: it keeps failing or stopping without progress
-  fail,     // let it end as failed: no restarts left
+  hold,     // requeue it held: no restarts left, or it keeps stopping without progress
 };
 
 struct RestartDecision {
@@ -46,8 +45,8 @@ struct RestartDecision {
 
 // `ckpt_before`: the newest checkpoint's step when the run started; `ckpt_after`: now
 // (nullopt: none). A run made progress when it left a newer checkpoint. A job is held
-// when its last `max_stalled_restarts` restarts, and the run before them, made none; a
-// failure beyond `max_restarts` ends the job.
+// when a failure is beyond `max_restarts`, or when its last `max_stalled_restarts`
+// restarts, and the run before them, made none.
 RestartDecision decide_restart(const RestartPolicy& policy, const RestartHistory& history,
                                RunEnd end, std::optional<std::int64_t> ckpt_before,
                                std::optional<std::int64_t> ckpt_after);

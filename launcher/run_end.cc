@@ -67,12 +67,6 @@ RunOutcome conclude_run(const JobSettings& job, std::uint32_t max_stalled_restar
       forget_history();
       out.phase = JobPhase::completed;
       break;
-    case RestartAction::fail:
-      forget_history();
-      log(LogLevel::error, "not requeued: {}", d.reason);
-      out.phase = JobPhase::failed;
-      out.detail = fmt::format("{}; {}", why, d.reason);
-      break;
     case RestartAction::requeue:
     case RestartAction::hold: {
       const bool hold = d.action == RestartAction::hold;

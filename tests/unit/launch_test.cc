@@ -157,7 +157,7 @@ TEST(Restart, CompletedFinishes) {
   EXPECT_EQ(d.action, RestartAction::finish);
 }
 
-TEST(Restart, FailuresRequeueUntilTheLimit) {
+TEST(Restart, FailuresRequeueUntilTheLimitThenHold) {
   RestartHistory h;
   for (int run = 0; run < 3; ++run) {
     // Every run makes progress, so only the failure count matters.
@@ -167,7 +167,7 @@ TEST(Restart, FailuresRequeueUntilTheLimit) {
     h = d.history;
   }
   const auto last = decide_restart({3, 2}, h, RunEnd::failed, 300, 350);
-  EXPECT_EQ(last.action, RestartAction::fail);
+  EXPECT_EQ(last.action, RestartAction::hold);
   EXPECT_EQ(last.reason, "no restarts left (4 failures, --dl-max-restarts=3)");
 }
 
