@@ -19,7 +19,7 @@ struct Verb {
 };
 
 constexpr Verb kVerbs[] = {
-    {MsgKind::hello, "HELLO", 1, false},   {MsgKind::want, "WANT", 1, true},
+    {MsgKind::hello, "HELLO", 1, true},    {MsgKind::want, "WANT", 1, true},
     {MsgKind::step, "STEP", 3, false},     {MsgKind::done, "DONE", 2, false},
     {MsgKind::exit, "EXIT", 1, true},      {MsgKind::prepare, "PREPARE", 1, false},
     {MsgKind::target, "TARGET", 3, false}, {MsgKind::stop_after, "STOPAFTER", 1, false},

@@ -27,7 +27,7 @@ struct Message {
   std::int64_t step = -1;  // STEP, DONE, TARGET
   bool flag = false;       // WANT: stop; STEP: frozen; TARGET: stop
   int code = 0;            // EXIT, END: exit code
-  std::string text;        // WANT, EXIT, END: why / how
+  std::string text;        // HELLO: the rank's node; WANT, EXIT, END: why / how
 };
 
 // One line, with its '\n'. Text fields must not contain a newline (replaced by ' ').

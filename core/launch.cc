@@ -31,9 +31,10 @@ std::int64_t whole_number(const nlohmann::json& j, const char* key, std::int64_t
 
 std::string encode_rendezvous(const Rendezvous& r) {
   if (!r.error.empty()) return nlohmann::json{{"error", r.error}}.dump();
-  const nlohmann::json j = {{"addr", r.master_addr},   {"port", r.master_port},
-                            {"ctrl", r.control_port},  {"nccl", r.nccl_id_hex},
-                            {"resume", r.resume_from}, {"resume_step", r.resume_step}};
+  const nlohmann::json j = {{"addr", r.master_addr},       {"port", r.master_port},
+                            {"ctrl", r.control_port},      {"node", r.node},
+                            {"nccl", r.nccl_id_hex},       {"resume", r.resume_from},
+                            {"resume_step", r.resume_step}};
   return j.dump();
 }
 
@@ -48,6 +49,7 @@ Rendezvous decode_rendezvous(std::string_view text) {
     r.master_addr = j.at("addr").get<std::string>();
     r.master_port = static_cast<std::uint16_t>(whole_number(j, "port", 0, 65535));
     r.control_port = static_cast<std::uint16_t>(whole_number(j, "ctrl", 0, 65535));
+    r.node = j.at("node").get<std::string>();
     r.nccl_id_hex = j.at("nccl").get<std::string>();
     r.resume_from = j.at("resume").get<std::string>();
     r.resume_step = whole_number(j, "resume_step", -1, INT64_MAX);

@@ -25,6 +25,7 @@ struct Rendezvous {
   std::string master_addr;
   std::uint16_t master_port = 0;
   std::uint16_t control_port = 0;  // dlrun's coordination channel, on master_addr
+  std::string node;                // rank 0's node (SLURMD_NODENAME)
   std::string nccl_id_hex;         // empty when libnccl.so.2 is not available
   std::string resume_from;         // empty when there is no checkpoint to resume from
   std::int64_t resume_step = -1;   // the step of resume_from

@@ -66,7 +66,7 @@ NcclId nccl_id() {
 
 }  // namespace
 
-Bootstrap bootstrap(const std::string& ckpt_dir, CheckLevel resume_check) {
+Bootstrap bootstrap(const std::string& node, const std::string& ckpt_dir, CheckLevel resume_check) {
   // Every rank waits in the fence for rank 0, so rank 0 loads NCCL (tens of ms when
   // cold) and looks for the checkpoint to resume from while PMIx initializes; srun
   // already told it its rank.
@@ -94,6 +94,7 @@ Bootstrap bootstrap(const std::string& ckpt_dir, CheckLevel resume_check) {
       r.master_addr = choose_master_addr();
       b.control = net::listen_on_any_port(r.master_addr);
       r.control_port = b.control->port;
+      r.node = node;
       r.master_port = choose_master_port(r.control_port);
       NcclId id = nccl.valid() ? nccl.get() : nccl_id();
       b.nccl = std::move(id.library);

@@ -28,9 +28,10 @@ struct Bootstrap {
   std::optional<ResumePoint> resume;
 };
 
-// `resume_check`: how thoroughly rank 0 checks the checkpoint it hands out as
-// DL_RESUME_FROM. Throws dl::SystemError (PMIx, sockets: naming nspace, rank and the
-// reason; a checkpoint directory that cannot be read).
-Bootstrap bootstrap(const std::string& ckpt_dir, CheckLevel resume_check);
+// `node`: this task's node (SLURMD_NODENAME), which rank 0 hands out too. `resume_check`:
+// how thoroughly rank 0 checks the checkpoint it hands out as DL_RESUME_FROM. Throws
+// dl::SystemError (PMIx, sockets: naming nspace, rank and the reason; a checkpoint directory that
+// cannot be read).
+Bootstrap bootstrap(const std::string& node, const std::string& ckpt_dir, CheckLevel resume_check);
 
 }  // namespace dl

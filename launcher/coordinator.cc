@@ -105,8 +105,10 @@ void Coordinator::on_message(std::uint32_t rank, const Message& m, Steady::time_
   }
 }
 
-void Coordinator::on_rank_lost(std::uint32_t rank, const std::string& why, Steady::time_point now) {
+void Coordinator::on_rank_lost(std::uint32_t rank, const std::string& node, const std::string& why,
+                               Steady::time_point now) {
   if (rank < exited_.size() && exited_[rank]) return;
+  if (!ending_) lost_node_ = node;
   end_run(RunEnd::failed, 1, fmt::format("lost rank {}: {}", rank, why), now);
 }
 
@@ -181,7 +183,8 @@ void Coordinator::end_run(RunEnd end, int code, const std::string& why, Steady::
   }
   const RunOutcome out = conclude_run(
       job_, options_.max_stalled_restarts, end, code, why, ckpt_at_start_,
-      [&](JobPhase phase, const std::string& detail) { set_phase(phase, detail, now); });
+      [&](JobPhase phase, const std::string& detail) { set_phase(phase, detail, now); },
+      lost_node_);
   if (out.newest_ckpt && (!ckpt_step_ || *out.newest_ckpt > *ckpt_step_)) {
     ckpt_step_ = out.newest_ckpt;
     ckpt_time_ = WallClock::now();

@@ -36,8 +36,9 @@ class Coordinator {
   void start(Steady::time_point now);
 
   void on_message(std::uint32_t rank, const Message& m, Steady::time_point now);
-  // A rank's dlrun went away without saying how its program ended.
-  void on_rank_lost(std::uint32_t rank, const std::string& why, Steady::time_point now);
+  // A rank's dlrun went away without saying how its program ended; `node` is where it ran.
+  void on_rank_lost(std::uint32_t rank, const std::string& node, const std::string& why,
+                    Steady::time_point now);
   // SIGCONT: the job was resumed after a suspension, so its end time moved.
   void on_resumed();
   void tick(Steady::time_point now);
@@ -67,6 +68,7 @@ class Coordinator {
   bool target_sent_ = false;
   std::uint64_t next_seq_ = 1;
   bool ending_ = false;
+  std::string lost_node_;  // the node of the rank whose loss ended the run
 
   SaveTimeEstimate save_time_;
   std::optional<Steady::time_point> next_periodic_;

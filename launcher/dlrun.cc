@@ -234,7 +234,7 @@ int run(int argc, char** argv) {
       parse_uint("SLURM_RESTART_COUNT", getenv_or("SLURM_RESTART_COUNT", "0"), 0, UINT32_MAX));
   job.job = slurm::job_from_env();
 
-  Bootstrap boot = bootstrap(job.ckpt_dir, options.resume_check);
+  Bootstrap boot = bootstrap(job.node, job.ckpt_dir, options.resume_check);
   set_log_prefix(boot.layout.rank, job.node);
   if (boot.layout.rank == 0 && !boot.rendezvous.resume_from.empty()) {
     log(LogLevel::info, "resuming from {} (restart {})", boot.rendezvous.resume_from,

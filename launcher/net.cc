@@ -146,6 +146,16 @@ void enable_keepalive(int fd) {
   setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &on, sizeof on);
 }
 
+std::string resolve(const std::string& host) {
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* res = nullptr;
+  const int rc = getaddrinfo(host.c_str(), nullptr, &hints, &res);
+  if (rc != 0) throw SystemError(fmt::format("couldn't resolve '{}': {}", host, gai_strerror(rc)));
+  const AddrInfoPtr ai(res);
+  return numeric_host(ai->ai_addr, ai->ai_addrlen);
+}
+
 UniqueFd connect_tcp(const std::string& address, std::uint16_t port,
                      std::chrono::milliseconds timeout) {
   const AddrInfoPtr ai = numeric_address(address, port, SOCK_STREAM);

@@ -34,6 +34,9 @@ struct Listener {
 // hold it, so it needs no reservation.
 Listener listen_on_any_port(const std::string& address);
 
+// The first address of a host name (or the address itself), in numeric form.
+std::string resolve(const std::string& host);
+
 // Connects within `timeout`; the socket is then blocking, with TCP keepalive so that a
 // silently dead peer (a node gone) is noticed within seconds.
 UniqueFd connect_tcp(const std::string& address, std::uint16_t port,

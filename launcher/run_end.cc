@@ -2,7 +2,11 @@
 
 #include <fmt/format.h>
 
+#include <chrono>
+
+#include "core/error.h"
 #include "core/log.h"
+#include "launcher/net.h"
 #include "launcher/restart_state.h"
 #include "launcher/resume.h"
 #include "launcher/slurm_job.h"
@@ -36,11 +40,25 @@ std::string requeue_blocker(const JobSettings& job) {
   return "";
 }
 
+// Whether a node's slurmd answers: slurmctld does not know it as down or not
+// responding, and a TCP connection to it succeeds within seconds.
+bool node_answers(const std::string& node) {
+  const slurm::NodeInfo info = slurm::load_node(node);
+  if (info.not_responding) return false;
+  try {
+    net::connect_tcp(net::resolve(info.address), info.port, std::chrono::seconds(3));
+    return true;
+  } catch (const SystemError& e) {
+    log(LogLevel::verbose, "node {}: {}", node, e.what());
+    return false;
+  }
+}
+
 }  // namespace
 
 RunOutcome conclude_run(const JobSettings& job, std::uint32_t max_stalled_restarts, RunEnd end,
                         int code, const std::string& why, std::optional<std::int64_t> ckpt_at_start,
-                        const ShowStatus& show) {
+                        const ShowStatus& show, const std::string& lost_node) {
   RunOutcome out;
   out.exit_code = code;
   const std::string history_file =
@@ -88,8 +106,28 @@ RunOutcome conclude_run(const JobSettings& job, std::uint32_t max_stalled_restar
       // The status line says why before the job is back in the queue.
       show(out.phase, out.detail);
       shown = true;
+      bool node_failed = false;
+      if (!lost_node.empty()) {
+        warn_on_error([&] { node_failed = !node_answers(lost_node); }, "taking it for alive");
+      }
+      if (node_failed) {
+        log(LogLevel::info, "node {} does not answer either: it has failed", lost_node);
+        slurm::JobInfo info;
+        warn_on_error([&] { info = slurm::load_job(*job.job); });
+        if (info.batch_host == lost_node) {
+          log(LogLevel::info, "it ran the batch script: Slurm requeues job {} when it notices",
+              job.job->to_string());
+          break;
+        }
+        warn_on_error([&] { slurm::remove_node(*job.job, info.nodes, lost_node); },
+                      "the job stays completing on it until Slurm marks it DOWN");
+      }
       try {
         slurm::requeue(*job.job, hold);
+        if (node_failed) {
+          warn_on_error([&] { slurm::exclude_node(*job.job, lost_node); },
+                        "the next run may be placed on it");
+        }
         log(LogLevel::info, "{} job {}: {}", hold ? "held" : "requeued", job.job->to_string(),
             d.reason);
       } catch (const std::exception& e) {

@@ -25,9 +25,18 @@ struct RunOutcome {
 using ShowStatus = std::function<void(JobPhase, const std::string& detail)>;
 
 // `code` is the program's exit code for a failure; `why` says what ended the run;
-// `ckpt_at_start` is the step the run resumed from.
+// `ckpt_at_start` is the step the run resumed from. `lost_node`: the node of a rank whose
+// dlrun went away (empty otherwise). When that node's slurmd does not answer either, the
+// node has failed, and slurmctld does not know yet (it waits SlurmdTimeout). A requeue
+// then would leave the job completing on the dead node until slurmctld gives up on it,
+// after which Slurm 22.05 loses the GPUs of the job's next allocation ("gres/gpu: ...
+// node offset invalid" in slurmctld's log; the next run's srun fails with "Invalid
+// generic resource"). So the failed node is first removed from the job (as `scontrol
+// update JobId= NodeList=` does), then the job is requeued, and the node is added to
+// its ExcNodeList so that the next run does not land on it before Slurm marks it DOWN.
+// When the failed node ran the batch script, Slurm requeues the job itself.
 RunOutcome conclude_run(const JobSettings& job, std::uint32_t max_stalled_restarts, RunEnd end,
                         int code, const std::string& why, std::optional<std::int64_t> ckpt_at_start,
-                        const ShowStatus& show);
+                        const ShowStatus& show, const std::string& lost_node = {});
 
 }  // namespace dl

@@ -5,11 +5,15 @@
 #include <slurm/slurm_errno.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstdlib>
 #include <memory>
 #include <mutex>
+#include <thread>
+#include <utility>
 
 #include "core/error.h"
+#include "core/log.h"
 #include "core/parse.h"
 
 namespace dl::slurm {
@@ -22,6 +26,51 @@ namespace {
 struct JobInfoMsgDeleter {
   void operator()(job_info_msg_t* m) const noexcept { slurm_free_job_info_msg(m); }
 };
+struct NodeInfoMsgDeleter {
+  void operator()(node_info_msg_t* m) const noexcept { slurm_free_node_info_msg(m); }
+};
+struct HostlistDeleter {
+  void operator()(hostlist* h) const noexcept { slurm_hostlist_destroy(h); }
+};
+
+// slurm_update_job2 on this job (array task), with the fields `set` fills in (pointers
+// into strings that outlive the call: libslurm only reads them). Returns Slurm's code.
+template <typename Set>
+int update_job_rc(const JobRef& job, Set&& set) {
+  init();
+  job_desc_msg_t desc;
+  slurm_init_job_desc_msg(&desc);
+  std::string id = job.to_string();
+  desc.job_id_str = id.data();
+  set(desc);
+  // Right after a requeue slurmctld answers "the DB index is being set, try again in a
+  // bit" for a moment (as scontrol does, try again for up to 5 s).
+  for (int attempt = 0;; ++attempt) {
+    job_array_resp_msg_t* resp = nullptr;
+    const int rc = slurm_update_job2(&desc, &resp);
+    // With an array task's id the answer lists the task's own code.
+    int task_rc = SLURM_SUCCESS;
+    if (resp) {
+      for (std::uint32_t i = 0; i < resp->job_array_count; ++i) {
+        if (resp->error_code[i] != SLURM_SUCCESS) task_rc = static_cast<int>(resp->error_code[i]);
+      }
+      slurm_free_job_array_resp(resp);
+    }
+    if (rc != SLURM_SUCCESS && task_rc == SLURM_SUCCESS) task_rc = slurm_get_errno();
+    if (task_rc != ESLURM_JOB_SETTING_DB_INX || attempt == 25) return task_rc;
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+}
+
+// The same, throwing; `what` is the action for the message, e.g. "exclude node n2 from".
+template <typename Set>
+void update_job(const JobRef& job, const std::string& what, Set&& set) {
+  const int rc = update_job_rc(job, std::forward<Set>(set));
+  if (rc != SLURM_SUCCESS) {
+    throw SystemError(
+        fmt::format("couldn't {} job {}: {}", what, job.to_string(), slurm_strerror(rc)));
+  }
+}
 
 std::optional<std::uint32_t> env_id(const char* name) {
   const char* v = std::getenv(name);
@@ -77,10 +126,69 @@ JobInfo load_job(const JobRef& job) {
     info.comment = j.comment ? j.comment : "";
     info.cancelled = (j.job_state & JOB_STATE_BASE) == JOB_CANCELLED;
     info.batch = j.batch_flag != 0;
+    info.running = running;
+    info.nodes = j.nodes ? j.nodes : "";
+    info.batch_host = j.batch_host ? j.batch_host : "";
     return info;
   }
   throw SystemError(
       fmt::format("couldn't load job {}: not in slurmctld's answer", job.to_string()));
+}
+
+NodeInfo load_node(const std::string& node) {
+  init();
+  node_info_msg_t* raw = nullptr;
+  if (slurm_load_node_single(&raw, const_cast<char*>(node.c_str()), SHOW_ALL) != SLURM_SUCCESS) {
+    fail(fmt::format("load node {}", node));
+  }
+  const std::unique_ptr<node_info_msg_t, NodeInfoMsgDeleter> msg(raw);
+  for (std::uint32_t i = 0; i < msg->record_count; ++i) {
+    const node_info_t& n = msg->node_array[i];
+    if (n.name == nullptr || node != n.name) continue;
+    NodeInfo info;
+    info.address = n.node_addr ? n.node_addr : node;
+    info.port = n.port;
+    info.not_responding = (n.node_state & NODE_STATE_BASE) == NODE_STATE_DOWN ||
+                          (n.node_state & NODE_STATE_NO_RESPOND);
+    return info;
+  }
+  throw SystemError(fmt::format("couldn't load node {}: not in slurmctld's answer", node));
+}
+
+void remove_node(const JobRef& job, const std::string& nodes, const std::string& node) {
+  const std::unique_ptr<hostlist, HostlistDeleter> all(slurm_hostlist_create(nodes.c_str()));
+  const std::unique_ptr<hostlist, HostlistDeleter> rest(slurm_hostlist_create(nullptr));
+  if (!all || !rest) throw SystemError(fmt::format("couldn't parse the node list '{}'", nodes));
+  while (char* host = slurm_hostlist_shift(all.get())) {
+    if (node != host) slurm_hostlist_push_host(rest.get(), host);
+    std::free(host);
+  }
+  if (slurm_hostlist_count(rest.get()) == 0) {
+    throw SystemError(fmt::format("couldn't remove node {} from job {}: it is its only node", node,
+                                  job.to_string()));
+  }
+  const std::unique_ptr<char, decltype(&std::free)> left(
+      slurm_hostlist_ranged_string_malloc(rest.get()), &std::free);
+  update_job(job, fmt::format("remove node {} from", node),
+             [&](job_desc_msg_t& desc) { desc.req_nodes = left.get(); });
+  log(LogLevel::info, "removed node {} from job {} (now on {})", node, job.to_string(), left.get());
+}
+
+void exclude_node(const JobRef& job, const std::string& node) {
+  init();
+  const std::string id = job.to_string();
+  job_info_msg_t* raw = nullptr;
+  if (slurm_load_job(&raw, job.job_id, SHOW_DETAIL) != SLURM_SUCCESS) fail("load job " + id);
+  const std::unique_ptr<job_info_msg_t, JobInfoMsgDeleter> msg(raw);
+  std::string excluded = node;
+  for (std::uint32_t i = 0; i < msg->record_count; ++i) {
+    const slurm_job_info_t& j = msg->job_array[i];
+    if (j.job_id == job.job_id && j.exc_nodes && *j.exc_nodes) {
+      excluded = fmt::format("{},{}", j.exc_nodes, node);
+    }
+  }
+  update_job(job, fmt::format("exclude node {} from", node),
+             [&](job_desc_msg_t& desc) { desc.exc_nodes = excluded.data(); });
 }
 
 void requeue(const JobRef& job, bool hold) {
@@ -92,27 +200,12 @@ void requeue(const JobRef& job, bool hold) {
 }
 
 bool set_comment(const JobRef& job, const std::string& comment) {
-  init();
-  job_desc_msg_t desc;
-  slurm_init_job_desc_msg(&desc);
-  const std::string id = job.to_string();
-  desc.job_id_str = const_cast<char*>(id.c_str());    // read only by libslurm
-  desc.comment = const_cast<char*>(comment.c_str());  // read only by libslurm
-  job_array_resp_msg_t* resp = nullptr;
-  const int rc = slurm_update_job2(&desc, &resp);
-  // With an array task's id the answer lists the task's own code.
-  int task_rc = SLURM_SUCCESS;
-  if (resp) {
-    for (std::uint32_t i = 0; i < resp->job_array_count; ++i) {
-      if (resp->error_code[i] != SLURM_SUCCESS) task_rc = static_cast<int>(resp->error_code[i]);
-    }
-    slurm_free_job_array_resp(resp);
-  }
-  if (rc != SLURM_SUCCESS && task_rc == SLURM_SUCCESS) task_rc = slurm_get_errno();
-  if (task_rc == ESLURM_JOB_FINISHED || task_rc == ESLURM_ALREADY_DONE) return false;
-  if (task_rc != SLURM_SUCCESS) {
-    throw SystemError(
-        fmt::format("couldn't update the comment of job {}: {}", id, slurm_strerror(task_rc)));
+  std::string text = comment;
+  const int rc = update_job_rc(job, [&](job_desc_msg_t& desc) { desc.comment = text.data(); });
+  if (rc == ESLURM_JOB_FINISHED || rc == ESLURM_ALREADY_DONE) return false;
+  if (rc != SLURM_SUCCESS) {
+    throw SystemError(fmt::format("couldn't update the comment of job {}: {}", job.to_string(),
+                                  slurm_strerror(rc)));
   }
   return true;
 }

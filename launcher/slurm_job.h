@@ -29,6 +29,9 @@ struct JobInfo {
   std::string comment;
   bool cancelled = false;  // scancel'ed: a stop signal must not requeue it
   bool batch = false;      // only batch jobs can be requeued
+  bool running = false;    // RUNNING (not pending, completing or ended)
+  std::string nodes;       // allocated nodes, e.g. "n[1-4]"
+  std::string batch_host;  // the node running the batch script
 };
 
 // slurm_init once per process (reads SLURM_CONF like every Slurm command).
@@ -38,6 +41,20 @@ JobInfo load_job(const JobRef& job);
 
 // Requeues this job (array task); `hold` keeps it pending until `scontrol release`.
 void requeue(const JobRef& job, bool hold);
+
+// Where a node's slurmd listens, and whether slurmctld already knows it does not respond.
+struct NodeInfo {
+  std::string address;  // NodeAddr: a host name or an address
+  std::uint16_t port = 0;
+  bool not_responding = false;  // DOWN, or flagged NOT_RESPONDING
+};
+NodeInfo load_node(const std::string& node);
+
+// Shrinks a running job to its `nodes` without `node` (a node that has failed).
+void remove_node(const JobRef& job, const std::string& nodes, const std::string& node);
+
+// Adds `node` to a pending job's ExcNodeList.
+void exclude_node(const JobRef& job, const std::string& node);
 
 // False when the job has already ended (a cancelled job's comment cannot change).
 bool set_comment(const JobRef& job, const std::string& comment);

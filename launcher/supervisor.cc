@@ -77,6 +77,7 @@ struct Connection {
   UniqueFd fd;
   LineBuffer in;
   std::int64_t rank = -1;  // -1 until HELLO
+  std::string node;        // the rank's node, from its HELLO
 };
 
 // What one rank does in a checkpoint round.
@@ -225,6 +226,7 @@ void Supervisor::accept_all_ranks() {
         }
         said_hello_[m.rank] = true;
         c.rank = m.rank;
+        c.node = m.text;
       }
     }
     if (fds[0].revents != 0) on_accept();
@@ -241,6 +243,7 @@ void Supervisor::connect_to_rank0() {
   Message hello;
   hello.kind = MsgKind::hello;
   hello.rank = rank_;
+  hello.text = job_.node;
   net::send_all(up_->fd.get(), format_message(hello));
 }
 
@@ -439,11 +442,13 @@ void Supervisor::lost_rank0(const std::string& why) {
   const std::optional<std::int64_t> resumed = boot_.rendezvous.resume_step >= 0
                                                   ? std::optional(boot_.rendezvous.resume_step)
                                                   : std::nullopt;
-  conclude_run(job_, options_.max_stalled_restarts, RunEnd::failed, kExitLost,
-               fmt::format("lost rank 0 ({})", why), resumed,
-               [this](JobPhase phase, const std::string& detail) {
-                 show_status_without_rank0(phase, detail);
-               });
+  conclude_run(
+      job_, options_.max_stalled_restarts, RunEnd::failed, kExitLost,
+      fmt::format("lost rank 0 ({})", why), resumed,
+      [this](JobPhase phase, const std::string& detail) {
+        show_status_without_rank0(phase, detail);
+      },
+      boot_.rendezvous.node);
 }
 
 void Supervisor::show_status_without_rank0(JobPhase phase, const std::string& detail) {
@@ -472,7 +477,7 @@ void Supervisor::on_accept() {
 void Supervisor::drop_peer(Connection& c, const std::string& why) {
   c.fd.reset();
   if (c.rank >= 0 && coordinator_) {
-    coordinator_->on_rank_lost(static_cast<std::uint32_t>(c.rank), why, Steady::now());
+    coordinator_->on_rank_lost(static_cast<std::uint32_t>(c.rank), c.node, why, Steady::now());
   }
 }
 

@@ -44,6 +44,7 @@ TaskContext sample_task() {
   t.rendezvous.master_addr = "10.0.0.1";
   t.rendezvous.master_port = 29500;
   t.rendezvous.control_port = 40000;
+  t.rendezvous.node = "n1";
   t.rendezvous.nccl_id_hex = "ab01";
   t.rendezvous.resume_from = "/ckpt/step-000001200";
   t.rendezvous.resume_step = 1200;
@@ -99,18 +100,21 @@ TEST(Rendezvous, RoundTripsAndRejectsGarbage) {
   EXPECT_EQ(back.master_addr, r.master_addr);
   EXPECT_EQ(back.master_port, r.master_port);
   EXPECT_EQ(back.control_port, r.control_port);
+  EXPECT_EQ(back.node, "n1");
   EXPECT_EQ(back.nccl_id_hex, r.nccl_id_hex);
   EXPECT_EQ(back.resume_from, r.resume_from);
   EXPECT_EQ(back.resume_step, 1200);
   EXPECT_THROW(decode_rendezvous("{"), SystemError);
-  EXPECT_THROW(decode_rendezvous(R"({"addr":"","port":1,"ctrl":2,"nccl":"","resume":"",)"
-                                 R"("resume_step":-1})"),
-               SystemError);
-  for (const char* bad :
-       {R"({"addr":"a","port":70000,"ctrl":2,"nccl":"","resume":"","resume_step":-1})",
-        R"({"addr":"a","port":1.5,"ctrl":2,"nccl":"","resume":"","resume_step":-1})",
-        R"({"addr":"a","port":1,"ctrl":2,"nccl":"","resume":"","resume_step":-2})",
-        R"({"addr":"a","port":1,"ctrl":2,"nccl":"","resume":"","resume_step":1e300})"}) {
+  EXPECT_THROW(
+      decode_rendezvous(R"({"addr":"","node":"n1","port":1,"ctrl":2,"nccl":"","resume":"",)"
+                        R"("resume_step":-1})"),
+      SystemError);
+  for (
+      const char* bad :
+      {R"({"addr":"a","node":"n1","port":70000,"ctrl":2,"nccl":"","resume":"","resume_step":-1})",
+       R"({"addr":"a","node":"n1","port":1.5,"ctrl":2,"nccl":"","resume":"","resume_step":-1})",
+       R"({"addr":"a","node":"n1","port":1,"ctrl":2,"nccl":"","resume":"","resume_step":-2})",
+       R"({"addr":"a","node":"n1","port":1,"ctrl":2,"nccl":"","resume":"","resume_step":1e300})"}) {
     EXPECT_THROW(decode_rendezvous(bad), SystemError) << bad;
   }
   Rendezvous failed;
@@ -321,7 +325,7 @@ TEST(Control, EveryMessageRoundTrips) {
     return Message{kind, rank, seq, step, flag, code, std::move(text)};
   };
   const std::vector<Message> messages = {
-      make(MsgKind::hello, 7, 0, -1, false, 0, ""),
+      make(MsgKind::hello, 7, 0, -1, false, 0, "n3"),
       make(MsgKind::want, 0, 0, -1, true, 0, "SIGTERM"),
       make(MsgKind::step, 0, 3, 1200, true, 0, ""),
       make(MsgKind::step, 0, 3, -1, false, 0, ""),
@@ -343,7 +347,7 @@ TEST(Control, EveryMessageRoundTrips) {
 }
 
 TEST(Control, MalformedMessagesAreErrors) {
-  for (const char* bad : {"", "HELLO", "HELLO x", "HELLO 1 2", "STEP 1 2 3", "TARGET 1 -2 0",
+  for (const char* bad : {"", "HELLO", "HELLO x", "HELLO x n1", "STEP 1 2 3", "TARGET 1 -2 0",
                           "NOPE 1", "END 300 x", "DONE 1"}) {
     EXPECT_THROW(parse_message(bad), SystemError) << bad;
   }
