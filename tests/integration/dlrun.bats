@@ -16,23 +16,7 @@ teardown() { cancel_all; }
 # starts empty.
 unique_name() { echo "dlrun-$1-$$-$RANDOM"; }
 
-# Polls a shell condition for up to $1 seconds.
-wait_until() {
-  local limit=$1
-  shift
-  local deadline=$((SECONDS + limit))
-  while [ $SECONDS -lt $deadline ]; do
-    if eval "$@" 2>/dev/null; then return 0; fi
-    sleep 0.2
-  done
-  echo "not true after ${limit}s: $*" >&2
-  return 1
-}
-
 field_values() { grep -o "$1=[^ ]*" "${2:-out.txt}" | cut -d= -f2 | sort -u; }
-
-# The job's comment (it contains spaces, so job_field does not do).
-job_comment() { scontrol show job "$1" | sed -n 's/^ *Comment=//p'; }
 
 @test "8 ranks on 4 nodes see ranks 0..7 once each and the same MASTER_ADDR, MASTER_PORT and NCCL id" {
   run run_srun -N4 --ntasks-per-node=2 --mpi=pmix "$DLRUN" sh -c \

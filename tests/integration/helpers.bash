@@ -33,3 +33,19 @@ wait_state() {
 queue_empty() { [ -z "$(squeue -h -u "$(id -un)" -o %i)" ]; }
 
 cancel_all() { scancel --full --quiet -u "$(id -un)" 2>/dev/null || true; }
+
+# Polls a shell condition for up to $1 seconds.
+wait_until() {
+  local limit=$1
+  shift
+  local deadline=$((SECONDS + limit))
+  while [ $SECONDS -lt $deadline ]; do
+    if eval "$@" 2>/dev/null; then return 0; fi
+    sleep 0.2
+  done
+  echo "not true after ${limit}s: $*" >&2
+  return 1
+}
+
+# The job's comment (it contains spaces, so job_field does not do).
+job_comment() { scontrol show job "$1" | sed -n 's/^ *Comment=//p'; }

@@ -1,0 +1,269 @@
+#!/usr/bin/env bats
+# End to end: the example trainers (examples/) submitted with their sbatch scripts survive a
+# preemption, a deadline, a killed rank, a node failure, a corrupted checkpoint, a restart
+# of slurmctld and a smaller allocation; a program that always crashes ends held. Every
+# interrupted run is compared with an uninterrupted reference run of the same program:
+# the final parameters are equal bit for bit, and every resume starts right after the
+# newest checkpoint written before it (no checkpointed step is computed again).
+
+load helpers
+
+setup_file() {
+  export DLRUN=$DL_BUILD_DIR/launcher/dlrun
+  export DP=$DL_BUILD_DIR/examples/dp_trainer
+  export EXAMPLES=$DL_ROOT/examples
+  export REF_DIR=$BATS_FILE_TMPDIR/reference
+  mkdir -p "$REF_DIR"
+}
+
+setup() { cd "$BATS_TEST_TMPDIR"; }
+
+teardown() {
+  cancel_all
+  # Leave every node up for the next test.
+  local n
+  for n in $(sinfo -h -N -o '%N %T' | awk '$2 ~ /down|drain/ {print $1}'); do
+    pgrep -f "slurmd -f $SLURM_CONF -N $n\$" >/dev/null ||
+      "$DL_ROOT/scripts/minicluster" start-node "$n" >/dev/null
+    scontrol update NodeName="$n" State=RESUME 2>/dev/null || true
+  done
+  wait_until 60 '[ -z "$(sinfo -h -N -o "%T" | grep -v "^idle")" ]'
+}
+
+# A job name of its own: its default checkpoint directory (<root>/<user>/<name>) starts
+# empty.
+unique_name() { echo "e2e-$1-$$-$RANDOM"; }
+ckpt_dir() { echo "$(dirname "$SLURM_CONF")/ckpt/$(id -un)/$1"; }
+
+# The final parameters of an uninterrupted run of `dp_trainer --steps $1` (one srun step,
+# four ranks, never stopped), computed once per file. dp_trainer's result does not depend
+# on the number of ranks, so one reference serves every shape.
+reference() {
+  local out=$REF_DIR/steps-$1.bin
+  if [ ! -f "$out" ]; then
+    run_srun -N2 --ntasks-per-node=2 --mpi=pmix "$DLRUN" "$DP" --steps "$1" --step-ms 0 \
+      --out "$out" >"$REF_DIR/steps-$1.txt" 2>&1
+  fi
+  [ -s "$out" ] || {
+    cat "$REF_DIR/steps-$1.txt" >&2
+    return 1
+  }
+  echo "$out"
+}
+
+# Submits examples/dp_trainer.sbatch; sbatch options, then the script and the trainer's.
+# Output of every run of the job goes to out.txt (appended), parameters to out.bin.
+submit_dp() {
+  submit --export="ALL,DP_TRAINER=$DP,PATH=$DL_BUILD_DIR/launcher:$PATH" -o out.txt \
+    --open-mode=append "$@"
+}
+
+# The step rank 0 reported last.
+last_step() { grep -o '\] step [0-9]* loss' out.txt | tail -n 1 | awk '{print $3}'; }
+
+# The run in out.txt against the reference $1: bit-for-bit parameters, $2 resumes (at
+# least), each from the newest checkpoint written before it, at the step right after it.
+# With "older-ok" as $3 a resume may come from an older checkpoint (the newest was
+# corrupted); it must still be one that was written.
+check_against_reference() {
+  local ref=$1 resumes=$2 older=${3:-}
+  cmp out.bin "$ref"
+  awk -v resumes="$resumes" -v older="$older" '
+    / checkpoint step [0-9]+ written in / {
+      for (i = 1; i < NF; i++) if ($i == "step") { last = $(i + 1); written[last] = 1 }
+    }
+    / resumed from .*\(step [0-9]+/ {
+      match($0, /\(step [0-9]+/)
+      from = substr($0, RSTART + 6, RLENGTH - 6)
+      if (!(from in written)) { print "resumed from step " from ", never written"; bad = 1 }
+      if (older == "" && from != last) {
+        print "resumed from step " from " but the newest checkpoint was " last; bad = 1
+      }
+      expect = from + 1; n++
+    }
+    /\] step [0-9]+ loss / {
+      for (i = 1; i < NF; i++) if ($i == "step") k = $(i + 1)
+      if (expect != "" && k != expect) {
+        print "first step after resuming from " expect - 1 " is " k; bad = 1
+      }
+      expect = ""
+    }
+    END {
+      if (n < resumes) { print n " resumes, expected " resumes; bad = 1 }
+      exit bad
+    }' out.txt
+  grep -q '\] final step ' out.txt
+}
+
+@test "e2e 1: preempted by a higher-priority job, it checkpoints, requeues, resumes and ends equal to the reference" {
+  ref=$(reference 400)
+  job=$(submit_dp -J "$(unique_name preempt)" -p low --dl-grace=30s \
+    "$EXAMPLES/dp_trainer.sbatch" --steps 400 --step-ms 50 --out "$PWD/out.bin")
+  wait_until 90 '[ "$(last_step)" -ge 40 ]'
+  high=$(submit -p high -N4 --exclusive -o high.txt --wrap 'sleep 2')
+  wait_state "$high" COMPLETED 120
+  wait_state "$job" COMPLETED 180
+  [ "$(job_field "$job" Restarts)" = 1 ]
+  check_against_reference "$ref" 1
+  [[ $(job_comment "$job") =~ ^dl:\ 4\ GPUs.*\|\ COMPLETED\ step\ 399 ]]
+}
+
+@test "e2e 1 (PyTorch): the DDP trainer, preempted and resumed, ends with the reference's parameters bit for bit" {
+  # The reference: the same two ranks, never interrupted.
+  run_srun -N2 --ntasks-per-node=1 --mpi=pmix \
+    --export="ALL,PYTHONPATH=$DL_ROOT/python,DL_CKPT_LIB=$DL_BUILD_DIR/ckpt/.libs/libdlckpt.so.0" \
+    "$DLRUN" /usr/bin/python3 "$EXAMPLES/train_ddp.py" --steps 200 --out "$PWD/ref.bin" >ref.txt 2>&1 ||
+    { cat ref.txt; false; }
+  job=$(submit -J "$(unique_name torch)" -p low -o out.txt --open-mode=append \
+    --export="ALL,TRAIN_DDP=$EXAMPLES/train_ddp.py,PYTHONPATH=$DL_ROOT/python,DL_CKPT_LIB=$DL_BUILD_DIR/ckpt/.libs/libdlckpt.so.0,PATH=$DL_BUILD_DIR/launcher:$PATH" \
+    "$EXAMPLES/train_ddp.sbatch" --steps 200 --step-ms 50 --out "$PWD/out.bin")
+  wait_until 120 '[ "$(last_step)" ] && [ "$(last_step)" -ge 30 ]'
+  high=$(submit -p high -N4 --exclusive -o high.txt --wrap 'sleep 2')
+  wait_state "$high" COMPLETED 120
+  wait_state "$job" COMPLETED 240
+  [ "$(job_field "$job" Restarts)" = 1 ]
+  check_against_reference "$PWD/ref.bin" 1
+  [ "$(sed -n 's/^\[rank 0@n[0-9]*\] final step 199 loss //p' ref.txt)" = \
+    "$(sed -n 's/^\[rank 0@n[0-9]*\] final step 199 loss //p' out.txt)" ]
+}
+
+@test "e2e 2: at its time limit it checkpoints before the end, requeues, resumes and ends equal to the reference" {
+  ref=$(reference 900)
+  # A 1-minute limit for a run of about 80 s. The checkpoint comes from job_submit/dl's
+  # warning signal (SIGUSR2 at grace + margin before the end) or from dlrun's own
+  # deadline, whichever is first.
+  job=$(submit_dp -J "$(unique_name deadline)" --time=1 --dl-grace=10s \
+    --export="ALL,DP_TRAINER=$DP,PATH=$DL_BUILD_DIR/launcher:$PATH,DL_DEADLINE_MARGIN=5s" \
+    "$EXAMPLES/dp_trainer.sbatch" --steps 900 --step-ms 50 --out "$PWD/out.bin")
+  wait_state "$job" COMPLETED 300
+  grep -Eq 'dlrun: (deadline \(the job ends in|SIGUSR2: checkpoint round)' out.txt
+  ! grep -q 'DUE TO TIME LIMIT' out.txt
+  [ "$(job_field "$job" Restarts)" -ge 1 ]
+  check_against_reference "$ref" 1
+}
+
+@test "e2e 3: kill -9 of one rank restarts the job from its last periodic checkpoint" {
+  ref=$(reference 600)
+  job=$(submit_dp -J "$(unique_name kill)" --dl-ckpt-every=3s \
+    "$EXAMPLES/dp_trainer.sbatch" --steps 600 --step-ms 50 --out "$PWD/out.bin")
+  wait_until 90 '[ "$(grep -c "checkpoint step .* written" out.txt)" -ge 2 ]'
+  pkill -KILL -n -x dp_trainer
+  wait_state "$job" COMPLETED 240
+  grep -q 'killed by signal 9 (Killed): stopping all ranks' out.txt
+  [ "$(job_field "$job" Restarts)" = 1 ]
+  # The run after the kill redid only the steps after the last checkpoint.
+  check_against_reference "$ref" 1
+}
+
+@test "e2e 4: a node fails (its slurmd and processes killed): the job is requeued onto the other nodes and resumes" {
+  ref=$(reference 600)
+  job=$(submit_dp -J "$(unique_name node)" --dl-ckpt-every=3s \
+    "$EXAMPLES/dp_trainer.sbatch" --steps 600 --step-ms 50 --out "$PWD/out.bin")
+  wait_until 90 '[ "$(grep -c "checkpoint step .* written" out.txt)" -ge 2 ]'
+  batch=$(job_field "$job" BatchHost)
+  victim=$(scontrol show hostnames "$(job_field "$job" NodeList)" | grep -vx "$batch" | head -n 1)
+  "$DL_ROOT/scripts/minicluster" kill-node "$victim"
+  wait_state "$job" COMPLETED 300
+  # The second run used two nodes that did not include the failed one.
+  grep -q "lost rank" out.txt
+  [ "$(job_field "$job" Restarts)" -ge 1 ]
+  ! scontrol show hostnames "$(job_field "$job" NodeList)" | grep -qx "$victim"
+  # dlrun took the dead node out of the job before requeueing it, and kept the next run
+  # off it (Slurm 22.05 would otherwise lose the job's GPUs; see dlrun(1)).
+  grep -q "removed node $victim from job $job" out.txt
+  [ "$(job_field "$job" ExcNodeList)" = "$victim" ]
+  check_against_reference "$ref" 1
+}
+
+@test "e2e 5: the newest checkpoint corrupted while the job waits: resumed from the previous one, with a warning" {
+  ref=$(reference 500)
+  name=$(unique_name corrupt)
+  job=$(submit_dp -J "$name" --dl-ckpt-keep=3 \
+    "$EXAMPLES/dp_trainer.sbatch" --steps 500 --step-ms 50 --out "$PWD/out.bin")
+  wait_until 90 '[ "$(last_step)" -ge 30 ]'
+  scancel --signal=USR1 "$job" # a checkpoint, and the run carries on
+  wait_until 30 'grep -q "checkpoint step .* written" out.txt'
+  sleep 1
+  scancel --signal=TERM "$job" # checkpoint, requeue
+  wait_until 60 '[ "$(job_state "$job")" = PENDING ]'
+  scontrol hold "$job"
+  set -- $(grep -o 'checkpoint step [0-9]* written' out.txt | awk '{print $3}')
+  [ $# -eq 2 ]
+  old=$1 new=$2
+  shard=$(printf '%s/step-%09d/shard-00001-of-00004.h5' "$(ckpt_dir "$name")" "$new")
+  /usr/bin/python3 -c '
+import h5py, sys
+path = sys.argv[1]
+with h5py.File(path, "r") as f:
+    at = f["tensors/model/w"].id.get_offset()
+with open(path, "r+b") as f:
+    f.seek(at + 3)
+    b = f.read(1)
+    f.seek(at + 3)
+    f.write(bytes([b[0] ^ 0xFF]))
+' "$shard"
+  scontrol release "$job"
+  wait_state "$job" COMPLETED 180
+  grep -q "dlrun: warning: checkpoint .*/step-0*$new is unusable" out.txt
+  grep -q "resumed from .*/step-0*$old (step $old," out.txt
+  check_against_reference "$ref" 1 older-ok
+}
+
+@test "e2e 6: a program that always crashes stops after --dl-max-restarts, held with the reason" {
+  cat >crash.sh <<'EOF'
+#!/bin/sh
+echo "crashing"
+kill -SEGV $$
+EOF
+  chmod +x crash.sh
+  job=$(submit -J "$(unique_name crash)" -o out.txt --open-mode=append --dl-max-restarts=2 \
+    --export="ALL,DP_TRAINER=$PWD/crash.sh,PATH=$DL_BUILD_DIR/launcher:$PATH" \
+    "$EXAMPLES/dp_trainer.sbatch")
+  wait_until 150 '[ "$(job_field "$job" Restarts)" = 3 ] && [ "$(job_field "$job" Reason)" = job_requeued_in_held_state ]'
+  [[ $(job_comment "$job") =~ \|\ HELD:\ .*killed\ by\ signal\ 11.*no\ restarts\ left\ \(3\ failures,\ --dl-max-restarts=2\) ]]
+  [ "$(grep -c '^\[rank 0@n[0-9]*\] crashing' out.txt)" -eq 3 ]
+  # No loop: it stays held.
+  sleep 15
+  [ "$(job_state "$job")" = PENDING ]
+  [ "$(job_field "$job" Restarts)" = 3 ]
+}
+
+@test "e2e 7: slurmctld restarted while the job runs: the job, its status line and a later preemption carry on" {
+  ref=$(reference 600)
+  job=$(submit_dp -J "$(unique_name ctld)" \
+    --export="ALL,DP_TRAINER=$DP,PATH=$DL_BUILD_DIR/launcher:$PATH,DL_STATUS_INTERVAL=1s" \
+    "$EXAMPLES/dp_trainer.sbatch" --steps 600 --step-ms 50 --out "$PWD/out.bin")
+  wait_until 90 '[ "$(last_step)" -ge 30 ]'
+  "$DL_ROOT/scripts/minicluster" restart-ctld
+  # The status line still moves: rank 0 reaches the new slurmctld.
+  before=$(job_comment "$job" | grep -o 'RUNNING step [0-9]*' | awk '{print $3}')
+  wait_until 30 '[ "$(job_comment "$job" | grep -o "RUNNING step [0-9]*" | awk "{print \$3}")" -gt "${before:-0}" ]'
+  # job_submit/dl is loaded again: a bad request is still refused.
+  run sbatch --dl-gpus=4 --gpus=2 --wrap true
+  [ "$status" -ne 0 ]
+  [[ $output =~ dl: ]]
+  # A stop request still ends in a checkpoint, a requeue and a resume.
+  scancel --signal=TERM "$job"
+  wait_state "$job" COMPLETED 180
+  [ "$(job_field "$job" Restarts)" = 1 ]
+  check_against_reference "$ref" 1
+}
+
+@test "e2e 8: an elastic job resumes on fewer GPUs than it started with, its state resharded" {
+  ref=$(reference 500)
+  # --dl-elastic=4:8 on nodes of 2 GPUs: 2 to 4 whole nodes. The tasks are set per node in
+  # srun, not in sbatch: a fixed task count would cap the node count.
+  job=$(submit -J "$(unique_name elastic)" --dl-elastic=4:8 --dl-preemptible -o out.txt \
+    --open-mode=append --wrap "srun --mpi=pmix --ntasks-per-node=2 $DLRUN $DP --steps 500 \
+    --step-ms 50 --out $PWD/out.bin")
+  wait_until 90 '[ "$(last_step)" -ge 30 ]'
+  [ "$(job_field "$job" NumNodes)" = 4 ]
+  # Half the cluster goes away (drained), then the job is stopped: it comes back on the
+  # two nodes left, with 4 ranks instead of 8.
+  scontrol update NodeName=n3,n4 State=DRAIN Reason=e2e-elastic
+  scancel --signal=TERM "$job"
+  wait_state "$job" COMPLETED 180
+  [ "$(job_field "$job" NumNodes)" = 2 ]
+  grep -q 'resumed from .* written by 8 ranks)' out.txt
+  check_against_reference "$ref" 1
+}
