@@ -2,7 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cctype>
 #include <csignal>
+#include <cstdint>
 
 #include "core/error.h"
 #include "core/parse.h"
@@ -48,6 +51,30 @@ std::string signal_name(int sig) {
     if (sig == s.number) return fmt::format("SIG{}", s.name);
   }
   return fmt::format("signal {}", sig);
+}
+
+bool status_ignores(std::string_view proc_status, int sig) {
+  constexpr std::string_view kKey = "SigIgn:";
+  std::size_t at = 0;
+  while (at < proc_status.size()) {
+    const std::size_t end = std::min(proc_status.find('\n', at), proc_status.size());
+    std::string_view line = proc_status.substr(at, end - at);
+    at = end + 1;
+    if (line.substr(0, kKey.size()) != kKey) continue;
+    line.remove_prefix(kKey.size());
+    while (!line.empty() && (line.front() == ' ' || line.front() == '\t')) line.remove_prefix(1);
+    if (line.empty() || line.size() > 16 || sig < 1 || sig > 64) return false;
+    std::uint64_t mask = 0;
+    for (const char c : line) {
+      const int digit = std::isdigit(static_cast<unsigned char>(c)) ? c - '0'
+                        : (c >= 'a' && c <= 'f')                    ? c - 'a' + 10
+                                                                    : -1;
+      if (digit < 0) return false;
+      mask = mask << 4 | static_cast<std::uint64_t>(digit);
+    }
+    return (mask >> (sig - 1)) & 1;
+  }
+  return false;
 }
 
 }  // namespace dl

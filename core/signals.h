@@ -13,4 +13,8 @@ int parse_signal(std::string_view option, std::string_view text);
 // 12 -> "SIGUSR2"; "signal 42" for one without a name.
 std::string signal_name(int sig);
 
+// Whether the text of /proc/<pid>/status says the process ignores `sig` (its SigIgn
+// mask). False when the line is missing or malformed.
+bool status_ignores(std::string_view proc_status, int sig);
+
 }  // namespace dl

@@ -12,8 +12,11 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <iterator>
 
 #include "core/error.h"
+#include "core/signals.h"
 
 namespace dl {
 namespace {
@@ -133,6 +136,13 @@ void Program::signal(int sig) const {
   } else {
     ::kill(pid_, sig);
   }
+}
+
+bool Program::ignores(int sig) const {
+  if (pid_ <= 0) return false;
+  std::ifstream in("/proc/" + std::to_string(pid_) + "/status");
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  return status_ignores(text, sig);
 }
 
 std::optional<int> Program::reap() {

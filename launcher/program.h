@@ -44,6 +44,9 @@ class Program {
   // To the whole process group when the program has one, else to the program.
   void signal(int sig) const;
 
+  // Whether the program ignores `sig` (/proc/<pid>/status); false once it has exited.
+  bool ignores(int sig) const;
+
   // The wait status once the program has exited (waitpid WNOHANG).
   std::optional<int> reap();
 

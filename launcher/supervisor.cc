@@ -357,10 +357,12 @@ void Supervisor::end_program(int code, const std::string& why) {
   const auto now = Steady::now();
   hangup_deadline_ = now + options_.kill_wait + kHangupWait;
   if (program_) {
-    // Programs that installed a handler get SIGTERM; the rest ignore it (dlrun started
-    // them with SIGTERM ignored, against Slurm's own) and get SIGKILL after kill_wait.
+    // Programs that installed a handler get SIGTERM and kill_wait to exit; the rest
+    // ignore it (dlrun started them with SIGTERM ignored, against Slurm's own) and get
+    // SIGKILL at once: waiting cannot help them, and their state is either saved (the
+    // checkpoint that ended the run) or lost anyway (a failed run).
     program_->signal(SIGTERM);
-    kill_at_ = now + options_.kill_wait;
+    kill_at_ = program_->ignores(SIGTERM) ? now : now + options_.kill_wait;
   }
 }
 

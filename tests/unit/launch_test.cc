@@ -363,6 +363,19 @@ TEST(Control, LineBufferSplitsAndBoundsLines) {
   EXPECT_THROW(b.append(std::string(LineBuffer::kMaxLine + 1, 'x')), SystemError);
 }
 
+TEST(Signals, IgnoredSignalsFromProcStatus) {
+  // SIGTERM (15) and SIGUSR2 (12) ignored: bits 14 and 11.
+  const std::string status =
+      "Name:\tdp_trainer\nSigBlk:\t0000000000000000\n"
+      "SigIgn:\t0000000000004800\nSigCgt:\t0000000180000000\n";
+  EXPECT_TRUE(status_ignores(status, SIGTERM));
+  EXPECT_TRUE(status_ignores(status, SIGUSR2));
+  EXPECT_FALSE(status_ignores(status, SIGINT));
+  EXPECT_FALSE(status_ignores("Name:\tx\n", SIGTERM));
+  EXPECT_FALSE(status_ignores("SigIgn:\tzz\n", SIGTERM));
+  EXPECT_FALSE(status_ignores(status, 0));
+}
+
 TEST(Signals, NamesAndNumbers) {
   EXPECT_EQ(parse_signal("--ckpt-signal", "URG"), SIGURG);
   EXPECT_EQ(parse_signal("--ckpt-signal", "SIGUSR2"), SIGUSR2);
