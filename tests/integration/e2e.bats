@@ -58,6 +58,16 @@ submit_dp() {
     --open-mode=append "$@"
 }
 
+# Submits dp_trainer for $2 steps with a checkpoint every 3 s (job name from $1) and
+# prints the job id once two checkpoints are written.
+start_with_periodic_checkpoints() {
+  local job
+  job=$(submit_dp -J "$(unique_name "$1")" --dl-ckpt-every=3s \
+    "$EXAMPLES/dp_trainer.sbatch" --steps "$2" --step-ms 50 --out "$PWD/out.bin")
+  wait_until 90 '[ "$(grep -c "checkpoint step .* written" out.txt)" -ge 2 ]' >&2 || return 1
+  echo "$job"
+}
+
 # The step rank 0 reported last.
 last_step() { grep -o '\] step [0-9]* loss' out.txt | tail -n 1 | awk '{print $3}'; }
 
@@ -144,9 +154,7 @@ check_against_reference() {
 
 @test "e2e 3: kill -9 of one rank restarts the job from its last periodic checkpoint" {
   ref=$(reference 600)
-  job=$(submit_dp -J "$(unique_name kill)" --dl-ckpt-every=3s \
-    "$EXAMPLES/dp_trainer.sbatch" --steps 600 --step-ms 50 --out "$PWD/out.bin")
-  wait_until 90 '[ "$(grep -c "checkpoint step .* written" out.txt)" -ge 2 ]'
+  job=$(start_with_periodic_checkpoints kill 600)
   pkill -KILL -n -x dp_trainer
   wait_state "$job" COMPLETED 240
   grep -q 'killed by signal 9 (Killed): stopping all ranks' out.txt
@@ -157,9 +165,7 @@ check_against_reference() {
 
 @test "e2e 4: a node fails (its slurmd and processes killed): the job is requeued onto the other nodes and resumes" {
   ref=$(reference 600)
-  job=$(submit_dp -J "$(unique_name node)" --dl-ckpt-every=3s \
-    "$EXAMPLES/dp_trainer.sbatch" --steps 600 --step-ms 50 --out "$PWD/out.bin")
-  wait_until 90 '[ "$(grep -c "checkpoint step .* written" out.txt)" -ge 2 ]'
+  job=$(start_with_periodic_checkpoints node 600)
   batch=$(job_field "$job" BatchHost)
   victim=$(scontrol show hostnames "$(job_field "$job" NodeList)" | grep -vx "$batch" | head -n 1)
   "$DL_ROOT/scripts/minicluster" kill-node "$victim"
