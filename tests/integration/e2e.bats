@@ -20,14 +20,20 @@ setup() { cd "$BATS_TEST_TMPDIR"; }
 
 teardown() {
   cancel_all
-  # Leave every node up for the next test.
-  local n
-  for n in $(sinfo -h -N -o '%N %T' | awk '$2 ~ /down|drain/ {print $1}'); do
-    pgrep -f "slurmd -f $SLURM_CONF -N $n\$" >/dev/null ||
+  # Leave every node up for the next test: a killed node's slurmd started again, drained
+  # nodes resumed, all of them idle and responding.
+  local n pid run
+  run=$(dirname "$SLURM_CONF")/run
+  for n in $(sinfo -h -N -o '%N' | sort -u); do
+    pid=$(cat "$run/slurmd-$n.pid" 2>/dev/null) || pid=""
+    if [ -z "$pid" ] || ! kill -0 "$pid" 2>/dev/null; then
       "$DL_ROOT/scripts/minicluster" start-node "$n" >/dev/null
-    scontrol update NodeName="$n" State=RESUME 2>/dev/null || true
+    fi
   done
-  wait_until 60 '[ -z "$(sinfo -h -N -o "%T" | grep -v "^idle")" ]'
+  for n in $(sinfo -h -N -o '%N %T' | awk '$2 ~ /drain/ {print $1}' | sort -u); do
+    scontrol update NodeName="$n" State=RESUME
+  done
+  wait_until 60 '[ -z "$(sinfo -h -N -o "%T" | grep -vx idle)" ]'
 }
 
 # A job name of its own: its default checkpoint directory (<root>/<user>/<name>) starts
