@@ -125,7 +125,7 @@ RunOutcome conclude_run(const JobSettings& job, std::uint32_t max_stalled_restar
       try {
         slurm::requeue(*job.job, hold);
         if (node_failed) {
-          warn_on_error([&] { slurm::exclude_node(*job.job, lost_node); },
+          warn_on_error([&] { slurm::exclude_failed_node(*job.job, lost_node); },
                         "the next run may be placed on it");
         }
         log(LogLevel::info, "{} job {}: {}", hold ? "held" : "requeued", job.job->to_string(),

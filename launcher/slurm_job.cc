@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
+#include <ctime>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -28,6 +29,9 @@ struct JobInfoMsgDeleter {
 };
 struct NodeInfoMsgDeleter {
   void operator()(node_info_msg_t* m) const noexcept { slurm_free_node_info_msg(m); }
+};
+struct CtlConfDeleter {
+  void operator()(slurm_conf_t* c) const noexcept { slurm_free_ctl_conf(c); }
 };
 struct HostlistDeleter {
   void operator()(hostlist* h) const noexcept { slurm_hostlist_destroy(h); }
@@ -174,8 +178,14 @@ void remove_node(const JobRef& job, const std::string& nodes, const std::string&
   log(LogLevel::info, "removed node {} from job {} (now on {})", node, job.to_string(), left.get());
 }
 
-void exclude_node(const JobRef& job, const std::string& node) {
+void exclude_failed_node(const JobRef& job, const std::string& node) {
   init();
+  slurm_conf_t* conf_raw = nullptr;
+  if (slurm_load_ctl_conf(0, &conf_raw) != SLURM_SUCCESS) fail("load slurmctld's configuration");
+  const std::unique_ptr<slurm_conf_t, CtlConfDeleter> conf(conf_raw);
+  // slurmctld pings nodes every SlurmdTimeout/3 and marks one DOWN once it has been
+  // silent for SlurmdTimeout.
+  const time_t begin = time(nullptr) + conf->slurmd_timeout + conf->slurmd_timeout / 3 + 10;
   const std::string id = job.to_string();
   job_info_msg_t* raw = nullptr;
   if (slurm_load_job(&raw, job.job_id, SHOW_DETAIL) != SLURM_SUCCESS) fail("load job " + id);
@@ -187,8 +197,12 @@ void exclude_node(const JobRef& job, const std::string& node) {
       excluded = fmt::format("{},{}", j.exc_nodes, node);
     }
   }
-  update_job(job, fmt::format("exclude node {} from", node),
-             [&](job_desc_msg_t& desc) { desc.exc_nodes = excluded.data(); });
+  update_job(job, fmt::format("exclude node {} from", node), [&](job_desc_msg_t& desc) {
+    desc.exc_nodes = excluded.data();
+    desc.begin_time = begin;
+  });
+  log(LogLevel::info, "job {} excludes node {} and starts again once Slurm has marked it DOWN",
+      job.to_string(), node);
 }
 
 void requeue(const JobRef& job, bool hold) {

@@ -53,8 +53,10 @@ NodeInfo load_node(const std::string& node);
 // Shrinks a running job to its `nodes` without `node` (a node that has failed).
 void remove_node(const JobRef& job, const std::string& nodes, const std::string& node);
 
-// Adds `node` to a pending job's ExcNodeList.
-void exclude_node(const JobRef& job, const std::string& node);
+// Adds `node` to a pending job's ExcNodeList, and holds the job back until slurmctld
+// will have marked that node DOWN (SlurmdTimeout and a ping interval from now): a run
+// that starts while slurmctld handles the node's failure can hang in its first step.
+void exclude_failed_node(const JobRef& job, const std::string& node);
 
 // False when the job has already ended (a cancelled job's comment cannot change).
 bool set_comment(const JobRef& job, const std::string& comment);
