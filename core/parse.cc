@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <limits>
+#include <vector>
 
 #include "core/error.h"
 
@@ -86,6 +87,18 @@ std::string format_duration(std::chrono::seconds d) {
     }
   }
   return out;
+}
+
+std::vector<std::string_view> path_components(std::string_view path) {
+  std::vector<std::string_view> parts;
+  std::size_t i = 0;
+  while (i < path.size()) {
+    while (i < path.size() && path[i] == '/') ++i;
+    const std::size_t start = i;
+    while (i < path.size() && path[i] != '/') ++i;
+    if (i > start) parts.push_back(path.substr(start, i - start));
+  }
+  return parts;
 }
 
 }  // namespace dl

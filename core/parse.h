@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace dl {
 
@@ -23,5 +24,9 @@ std::chrono::seconds parse_duration(std::string_view option, std::string_view te
 // The shortest exact form of a duration in the syntax parse_duration accepts:
 // 90s -> "90s", 3600s -> "1h", 5400s -> "1h30m", 0s -> "0s".
 std::string format_duration(std::chrono::seconds d);
+
+// The non-empty components of a '/'-separated path ("/a//b/" -> {"a", "b"}); views into
+// `path`.
+std::vector<std::string_view> path_components(std::string_view path);
 
 }  // namespace dl

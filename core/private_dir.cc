@@ -9,21 +9,15 @@
 #include <cstring>
 
 #include "core/error.h"
+#include "core/parse.h"
 #include "core/unique_fd.h"
 
 namespace dl {
 namespace {
 
 std::vector<std::string> components(const std::string& path) {
-  std::vector<std::string> parts;
-  std::size_t i = 0;
-  while (i < path.size()) {
-    while (i < path.size() && path[i] == '/') ++i;
-    const std::size_t start = i;
-    while (i < path.size() && path[i] != '/') ++i;
-    if (i > start) parts.push_back(path.substr(start, i - start));
-  }
-  return parts;
+  const auto parts = path_components(path);
+  return {parts.begin(), parts.end()};
 }
 
 std::string join_path(const std::vector<std::string>& parts, std::size_t n) {

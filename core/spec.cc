@@ -79,19 +79,6 @@ Elastic parse_elastic(const Source& s, std::uint32_t max_gpus) {
   return e;
 }
 
-// Splits a path into components, rejecting what would make it ambiguous.
-std::vector<std::string_view> path_components(std::string_view path) {
-  std::vector<std::string_view> parts;
-  std::size_t i = 0;
-  while (i < path.size()) {
-    while (i < path.size() && path[i] == '/') ++i;
-    const std::size_t start = i;
-    while (i < path.size() && path[i] != '/') ++i;
-    if (i > start) parts.push_back(path.substr(start, i - start));
-  }
-  return parts;
-}
-
 std::string parse_ckpt_dir(const Source& s) {
   const std::string& p = s.value;
   const auto fail = [&](const char* why) {

@@ -91,3 +91,11 @@ TEST(FormatDuration, RoundTripsThroughParse) {
 
 }  // namespace
 }  // namespace dl
+
+TEST(PathComponents, SkipsEmptyComponents) {
+  using V = std::vector<std::string_view>;
+  EXPECT_EQ(dl::path_components("/a//b/"), (V{"a", "b"}));
+  EXPECT_EQ(dl::path_components("rel/x"), (V{"rel", "x"}));
+  EXPECT_EQ(dl::path_components("///"), V{});
+  EXPECT_EQ(dl::path_components(""), V{});
+}
