@@ -12,11 +12,11 @@
 #include <set>
 #include <thread>
 
+#include "ckpt/async.h"
+#include "ckpt/names.h"
+#include "ckpt/retention.h"
 #include "ckpt/shard.h"
 #include "ckpt/store.h"
-#include "core/ckpt_async.h"
-#include "core/ckpt_names.h"
-#include "core/ckpt_retention.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "core/parse.h"

@@ -9,9 +9,9 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
+#include "ckpt/names.h"
 #include "ckpt/store.h"
 #include "config.h"
-#include "core/ckpt_names.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "core/sysio.h"

@@ -3,8 +3,8 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include "ckpt/names.h"
 #include "ckpt/shard.h"
-#include "core/ckpt_names.h"
 #include "core/sysio.h"
 
 namespace dl::ckpt {

@@ -1,4 +1,4 @@
-#include "core/ckpt_manifest.h"
+#include "ckpt/manifest.h"
 
 #include <fmt/format.h>
 
@@ -7,8 +7,8 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
-#include "core/ckpt_names.h"
-#include "core/ckpt_reshard.h"
+#include "ckpt/names.h"
+#include "ckpt/reshard.h"
 #include "core/error.h"
 
 namespace dl::ckpt {

@@ -1,4 +1,4 @@
-#include "core/ckpt_names.h"
+#include "ckpt/names.h"
 
 #include <fmt/format.h>
 

@@ -7,11 +7,11 @@
 #include <mutex>
 #include <set>
 
+#include "ckpt/names.h"
+#include "ckpt/reshard.h"
+#include "ckpt/retention.h"
 #include "ckpt/shard.h"
 #include "ckpt/store.h"
-#include "core/ckpt_names.h"
-#include "core/ckpt_reshard.h"
-#include "core/ckpt_retention.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "core/sysio.h"

@@ -1,4 +1,4 @@
-#include "core/ckpt_reshard.h"
+#include "ckpt/reshard.h"
 
 #include <fmt/format.h>
 

@@ -1,4 +1,4 @@
-#include "core/ckpt_retention.h"
+#include "ckpt/retention.h"
 
 #include <algorithm>
 #include <set>

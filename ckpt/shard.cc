@@ -9,8 +9,8 @@
 #include <cstring>
 
 #include "ckpt/h5.h"
+#include "ckpt/names.h"
 #include "ckpt/xxh.h"
-#include "core/ckpt_names.h"
 #include "core/error.h"
 
 namespace dl::ckpt {

@@ -20,7 +20,7 @@
 #include <string_view>
 #include <vector>
 
-#include "core/ckpt_manifest.h"
+#include "ckpt/manifest.h"
 #include "core/sysio.h"
 
 namespace dl::ckpt {

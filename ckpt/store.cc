@@ -5,7 +5,7 @@
 
 #include <algorithm>
 
-#include "core/ckpt_names.h"
+#include "ckpt/names.h"
 #include "core/error.h"
 #include "core/sysio.h"
 

@@ -8,7 +8,7 @@
 #include <utility>
 #include <vector>
 
-#include "core/ckpt_manifest.h"
+#include "ckpt/manifest.h"
 
 namespace dl::ckpt {
 

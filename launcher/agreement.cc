@@ -1,4 +1,4 @@
-#include "core/agreement.h"
+#include "launcher/agreement.h"
 
 #include <algorithm>
 

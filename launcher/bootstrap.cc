@@ -7,8 +7,8 @@
 
 #include "core/error.h"
 #include "core/log.h"
-#include "core/ports.h"
 #include "launcher/pmix_session.h"
+#include "launcher/ports.h"
 
 namespace dl {
 namespace {

@@ -8,7 +8,7 @@
 #include <optional>
 #include <string>
 
-#include "core/launch.h"
+#include "launcher/launch.h"
 #include "launcher/nccl_id.h"
 #include "launcher/net.h"
 #include "launcher/pmix_session.h"

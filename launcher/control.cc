@@ -1,4 +1,4 @@
-#include "core/control.h"
+#include "launcher/control.h"
 
 #include <fmt/format.h>
 

@@ -1,4 +1,4 @@
-// Rank 0's role: it runs the checkpoint rounds (core/agreement.h), turns signals,
+// Rank 0's role: it runs the checkpoint rounds (launcher/agreement.h), turns signals,
 // deadlines and failures into one decision for the whole job, talks to Slurm (status
 // line, requeue, hold) and tells every rank how to end.
 #pragma once
@@ -10,14 +10,14 @@
 #include <string>
 #include <vector>
 
-#include "core/agreement.h"
-#include "core/control.h"
 #include "core/deadline.h"
-#include "core/restart.h"
-#include "core/status.h"
+#include "launcher/agreement.h"
 #include "launcher/channel_file.h"
+#include "launcher/control.h"
+#include "launcher/restart.h"
 #include "launcher/resume.h"
 #include "launcher/slurm_job.h"
+#include "launcher/status.h"
 #include "launcher/supervisor.h"
 
 namespace dl {

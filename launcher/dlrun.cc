@@ -17,11 +17,11 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "core/parse.h"
-#include "core/rank_log.h"
 #include "core/signals.h"
 #include "core/spec.h"
 #include "launcher/bootstrap.h"
 #include "launcher/program.h"
+#include "launcher/rank_log.h"
 #include "launcher/supervisor.h"
 
 extern char** environ;

@@ -1,4 +1,4 @@
-#include "core/launch.h"
+#include "launcher/launch.h"
 
 #include <fmt/format.h>
 

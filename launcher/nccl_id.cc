@@ -7,8 +7,8 @@
 
 #include "config.h"
 #include "core/error.h"
-#include "core/launch.h"
 #include "core/log.h"
+#include "launcher/launch.h"
 
 namespace dl {
 namespace {

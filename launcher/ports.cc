@@ -1,4 +1,4 @@
-#include "core/ports.h"
+#include "launcher/ports.h"
 
 #include <fmt/format.h>
 

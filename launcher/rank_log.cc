@@ -1,4 +1,4 @@
-#include "core/rank_log.h"
+#include "launcher/rank_log.h"
 
 #include <fmt/format.h>
 

@@ -1,4 +1,4 @@
-#include "core/restart.h"
+#include "launcher/restart.h"
 
 #include <fmt/format.h>
 

@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "core/restart.h"
+#include "launcher/restart.h"
 
 namespace dl {
 

@@ -8,8 +8,8 @@
 #include <optional>
 #include <string>
 
-#include "core/restart.h"
-#include "core/status.h"
+#include "launcher/restart.h"
+#include "launcher/status.h"
 #include "launcher/supervisor.h"
 
 namespace dl {

@@ -1,4 +1,4 @@
-#include "core/status.h"
+#include "launcher/status.h"
 
 #include <fmt/format.h>
 

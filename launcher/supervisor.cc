@@ -13,19 +13,19 @@
 #include <functional>
 #include <memory>
 
-#include "core/control.h"
 #include "core/error.h"
-#include "core/launch.h"
 #include "core/log.h"
-#include "core/rank_log.h"
 #include "core/signals.h"
-#include "core/status.h"
 #include "launcher/channel_file.h"
+#include "launcher/control.h"
 #include "launcher/coordinator.h"
+#include "launcher/launch.h"
 #include "launcher/net.h"
 #include "launcher/pmix_session.h"
 #include "launcher/program.h"
+#include "launcher/rank_log.h"
 #include "launcher/run_end.h"
+#include "launcher/status.h"
 
 namespace dl {
 namespace {

@@ -1,4 +1,4 @@
-#include "core/ledger.h"
+#include "sched/ledger.h"
 
 #include <fmt/format.h>
 

@@ -1,4 +1,4 @@
-#include "core/preempt.h"
+#include "sched/preempt.h"
 
 #include <fmt/format.h>
 

@@ -7,7 +7,7 @@
 #include <optional>
 #include <vector>
 
-#include "core/priority.h"
+#include "sched/priority.h"
 
 namespace dl {
 

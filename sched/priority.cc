@@ -1,4 +1,4 @@
-#include "core/priority.h"
+#include "sched/priority.h"
 
 #include <fmt/format.h>
 

@@ -1,4 +1,4 @@
-#include "core/trace.h"
+#include "sched/trace.h"
 
 #include <fmt/format.h>
 #include <fmt/ostream.h>

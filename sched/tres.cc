@@ -1,4 +1,4 @@
-#include "core/tres.h"
+#include "sched/tres.h"
 
 #include <fmt/format.h>
 

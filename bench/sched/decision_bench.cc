@@ -9,10 +9,10 @@
 #include <map>
 #include <memory>
 
-#include "core/gang.h"
-#include "core/preempt.h"
-#include "core/priority.h"
-#include "sim/simulator.h"
+#include "sched/gang.h"
+#include "sched/preempt.h"
+#include "sched/priority.h"
+#include "sched/sim/simulator.h"
 
 namespace {
 

@@ -1,4 +1,4 @@
-#include "sched_plugin/controller.h"
+#include "sched/plugins/controller.h"
 
 #include <fmt/format.h>
 

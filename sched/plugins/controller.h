@@ -8,10 +8,10 @@
 #include <optional>
 #include <string>
 
-#include "core/gang.h"
-#include "core/priority.h"
 #include "core/spec.h"
-#include "sched_plugin/slurmctld_api.h"
+#include "sched/gang.h"
+#include "sched/plugins/slurmctld_api.h"
+#include "sched/priority.h"
 
 namespace dl::sched {
 

@@ -5,7 +5,7 @@
 
 #include <exception>
 
-#include "sched_plugin/slurmctld_api.h"
+#include "sched/plugins/slurmctld_api.h"
 
 namespace dl::sched {
 

@@ -7,12 +7,12 @@
 
 #include "config.h"
 #include "core/error.h"
-#include "core/gang.h"
-#include "core/preempt.h"
 #include "core/spec.h"
-#include "core/tres.h"
-#include "sched_plugin/controller.h"
-#include "sched_plugin/guard.h"
+#include "sched/gang.h"
+#include "sched/plugins/controller.h"
+#include "sched/plugins/guard.h"
+#include "sched/preempt.h"
+#include "sched/tres.h"
 
 namespace dl::sched {
 namespace {

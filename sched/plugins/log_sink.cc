@@ -1,7 +1,7 @@
 #include <string>
 
 #include "core/log.h"
-#include "sched_plugin/guard.h"
+#include "sched/plugins/guard.h"
 
 namespace dl::sched {
 

@@ -4,7 +4,7 @@
 //   - a job in a partition with a lower PriorityTier is a victim, as with
 //     preempt/partition_prio;
 //   - within the same tier, a --dl-preemptible job is a victim of a job whose DL
-//     priority (site_factor/dl) outranks it by the margin (core/preempt.h);
+//     priority (site_factor/dl) outranks it by the margin (sched/preempt.h);
 //   - victims are ordered by the work they lose, least first (core victim_order):
 //     Slurm's select plugin removes candidates in that order until the preemptor fits.
 // The name must not contain "partition" or "qos": select/cons_tres keys its own
@@ -12,9 +12,9 @@
 #include <cstring>
 
 #include "config.h"
-#include "core/preempt.h"
-#include "sched_plugin/controller.h"
-#include "sched_plugin/guard.h"
+#include "sched/plugins/controller.h"
+#include "sched/plugins/guard.h"
+#include "sched/preempt.h"
 
 namespace dl::sched {
 namespace {

@@ -1,4 +1,4 @@
-// site_factor/dl: the job's site factor is the DL priority of core/priority.h (least
+// site_factor/dl: the job's site factor is the DL priority of sched/priority.h (least
 // attained GPU service, with aging), which needs no run-time estimate from users.
 // Slurm forgets a job's earlier runs and waits when it requeues it, so a thread
 // samples every job each `interval` into a ledger (saved in StateSaveLocation) and,
@@ -12,11 +12,11 @@
 
 #include "config.h"
 #include "core/error.h"
-#include "core/ledger.h"
-#include "core/priority.h"
-#include "sched_plugin/controller.h"
-#include "sched_plugin/guard.h"
-#include "sched_plugin/state_file.h"
+#include "sched/ledger.h"
+#include "sched/plugins/controller.h"
+#include "sched/plugins/guard.h"
+#include "sched/plugins/state_file.h"
+#include "sched/priority.h"
 
 namespace dl::sched {
 namespace {

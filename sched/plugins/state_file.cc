@@ -1,4 +1,4 @@
-#include "sched_plugin/state_file.h"
+#include "sched/plugins/state_file.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>

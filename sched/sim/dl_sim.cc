@@ -12,10 +12,10 @@
 
 #include "config.h"
 #include "core/error.h"
-#include "core/priority.h"
-#include "core/trace.h"
-#include "sim/generate.h"
-#include "sim/simulator.h"
+#include "sched/priority.h"
+#include "sched/sim/generate.h"
+#include "sched/sim/simulator.h"
+#include "sched/trace.h"
 
 namespace {
 

@@ -1,4 +1,4 @@
-#include "sim/generate.h"
+#include "sched/sim/generate.h"
 
 #include <algorithm>
 #include <cmath>

@@ -17,7 +17,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "core/trace.h"
+#include "sched/trace.h"
 
 namespace dl::sim {
 

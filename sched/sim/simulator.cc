@@ -1,4 +1,4 @@
-#include "sim/simulator.h"
+#include "sched/sim/simulator.h"
 
 #include <fmt/format.h>
 
@@ -12,8 +12,8 @@
 #include <tuple>
 
 #include "core/error.h"
-#include "core/gang.h"
-#include "core/preempt.h"
+#include "sched/gang.h"
+#include "sched/preempt.h"
 
 namespace dl::sim {
 namespace {

@@ -29,8 +29,8 @@
 #include <string_view>
 #include <vector>
 
-#include "core/priority.h"
-#include "core/trace.h"
+#include "sched/priority.h"
+#include "sched/trace.h"
 
 namespace dl::sim {
 

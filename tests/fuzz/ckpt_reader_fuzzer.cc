@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "core/ckpt_names.h"
+#include "ckpt/names.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "core/sysio.h"

@@ -7,11 +7,11 @@
 #include <cstdlib>
 #include <string>
 
-#include "core/control.h"
 #include "core/error.h"
-#include "core/launch.h"
-#include "core/ports.h"
-#include "core/restart.h"
+#include "launcher/control.h"
+#include "launcher/launch.h"
+#include "launcher/ports.h"
+#include "launcher/restart.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);

@@ -10,8 +10,8 @@
 #include <unordered_set>
 
 #include "core/error.h"
-#include "core/trace.h"
-#include "sim/simulator.h"
+#include "sched/sim/simulator.h"
+#include "sched/trace.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);

@@ -1,4 +1,4 @@
-#include "core/ckpt_async.h"
+#include "ckpt/async.h"
 
 #include <gtest/gtest.h>
 

@@ -1,7 +1,5 @@
 // The C interface (dl/ckpt_c.h): the same checkpoints as the C++ API, errors as -1 and a
 // message, never an exception.
-#include "dl/ckpt_c.h"
-
 #include <gtest/gtest.h>
 
 #include <array>
@@ -9,8 +7,9 @@
 #include <string>
 #include <vector>
 
-#include "ckpt_test_util.h"
 #include "dl/ckpt.h"
+#include "dl/ckpt_c.h"
+#include "tests/unit/ckpt/test_util.h"
 
 namespace dl::ckpt::test {
 namespace {

@@ -8,8 +8,8 @@
 #include <mutex>
 #include <random>
 
-#include "ckpt_test_util.h"
 #include "core/error.h"
+#include "tests/unit/ckpt/test_util.h"
 
 namespace dl::ckpt {
 namespace {

@@ -1,9 +1,10 @@
 // The HDF5 wrappers: errors carry HDF5's message and the path, and HDF5 prints nothing.
+#include "ckpt/h5.h"
+
 #include <gtest/gtest.h>
 
-#include "ckpt/h5.h"
-#include "ckpt_test_util.h"
 #include "core/error.h"
+#include "tests/unit/ckpt/test_util.h"
 
 namespace dl::ckpt::h5 {
 namespace {

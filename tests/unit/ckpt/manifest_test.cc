@@ -1,4 +1,4 @@
-#include "core/ckpt_manifest.h"
+#include "ckpt/manifest.h"
 
 #include <gtest/gtest.h>
 

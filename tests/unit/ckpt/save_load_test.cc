@@ -7,10 +7,10 @@
 #include <thread>
 
 #include "ckpt/h5.h"
+#include "ckpt/names.h"
 #include "ckpt/store.h"
-#include "ckpt_test_util.h"
-#include "core/ckpt_names.h"
 #include "core/error.h"
+#include "tests/unit/ckpt/test_util.h"
 
 namespace dl::ckpt {
 namespace {

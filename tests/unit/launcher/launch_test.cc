@@ -1,21 +1,21 @@
 // The pure parts of dlrun: the environment the program gets, port choice, restart
 // guard, deadline, checkpoint-step agreement, status line, log prefix, control protocol.
-#include "core/launch.h"
+#include "launcher/launch.h"
 
 #include <gtest/gtest.h>
 
 #include <csignal>
 #include <map>
 
-#include "core/agreement.h"
-#include "core/control.h"
 #include "core/deadline.h"
 #include "core/error.h"
-#include "core/ports.h"
-#include "core/rank_log.h"
-#include "core/restart.h"
 #include "core/signals.h"
-#include "core/status.h"
+#include "launcher/agreement.h"
+#include "launcher/control.h"
+#include "launcher/ports.h"
+#include "launcher/rank_log.h"
+#include "launcher/restart.h"
+#include "launcher/status.h"
 
 namespace dl {
 namespace {

@@ -1,4 +1,4 @@
-#include "core/gang.h"
+#include "sched/gang.h"
 
 #include <gtest/gtest.h>
 

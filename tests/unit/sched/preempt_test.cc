@@ -1,4 +1,4 @@
-#include "core/preempt.h"
+#include "sched/preempt.h"
 
 #include <gtest/gtest.h>
 

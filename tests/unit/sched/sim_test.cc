@@ -3,8 +3,8 @@
 #include <numeric>
 
 #include "core/error.h"
-#include "sim/generate.h"
-#include "sim/simulator.h"
+#include "sched/sim/generate.h"
+#include "sched/sim/simulator.h"
 
 namespace dl::sim {
 namespace {
