@@ -1,6 +1,7 @@
 #include "launcher/slurm_job.h"
 
 #include <fmt/format.h>
+#include <pwd.h>
 #include <slurm/slurm.h>
 #include <slurm/slurm_errno.h>
 
@@ -16,6 +17,13 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "core/parse.h"
+
+// Exported by libslurm 22.05 (aliases of job_state_string and job_reason_string, as
+// squeue uses them) but not declared in <slurm/slurm.h>.
+extern "C" {
+char* slurm_job_state_string(uint32_t state);
+char* slurm_job_reason_string(enum job_state_reason reason);
+}
 
 namespace dl::slurm {
 namespace {
@@ -222,6 +230,45 @@ bool set_comment(const JobRef& job, const std::string& comment) {
                                   slurm_strerror(rc)));
   }
   return true;
+}
+
+std::vector<JobRow> list_jobs(std::optional<std::uint32_t> uid) {
+  init();
+  job_info_msg_t* raw = nullptr;
+  const int rc =
+      uid ? slurm_load_job_user(&raw, *uid, SHOW_ALL) : slurm_load_jobs(0, &raw, SHOW_ALL);
+  if (rc != SLURM_SUCCESS) fail("load the job list");
+  const std::unique_ptr<job_info_msg_t, JobInfoMsgDeleter> msg(raw);
+  std::vector<JobRow> rows;
+  for (std::uint32_t i = 0; i < msg->record_count; ++i) {
+    const slurm_job_info_t& j = msg->job_array[i];
+    JobRow r;
+    r.id = j.array_task_id != NO_VAL && j.array_job_id != 0
+               ? fmt::format("{}_{}", j.array_job_id, j.array_task_id)
+               : std::to_string(j.job_id);
+    r.name = j.name ? j.name : "";
+    if (j.user_name) {
+      r.user = j.user_name;
+    } else if (const passwd* pw = getpwuid(j.user_id)) {
+      r.user = pw->pw_name;
+    } else {
+      r.user = std::to_string(j.user_id);
+    }
+    r.partition = j.partition ? j.partition : "";
+    r.state = slurm_job_state_string(j.job_state);
+    const bool pending = (j.job_state & JOB_STATE_BASE) == JOB_PENDING;
+    if (pending)
+      r.reason = j.state_desc
+                     ? j.state_desc
+                     : slurm_job_reason_string(static_cast<job_state_reason>(j.state_reason));
+    r.comment = j.comment ? j.comment : "";
+    r.restarts = j.restart_cnt;
+    r.nodes = j.nodes && !pending ? j.nodes : "";
+    if (j.submit_time > 0) r.submit = std::chrono::system_clock::from_time_t(j.submit_time);
+    if (j.start_time > 0) r.start = std::chrono::system_clock::from_time_t(j.start_time);
+    rows.push_back(std::move(r));
+  }
+  return rows;
 }
 
 }  // namespace dl::slurm

@@ -6,8 +6,10 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "core/deadline.h"
+#include "launcher/jobs_view.h"
 
 namespace dl::slurm {
 
@@ -60,5 +62,10 @@ void exclude_failed_node(const JobRef& job, const std::string& node);
 
 // False when the job has already ended (a cancelled job's comment cannot change).
 bool set_comment(const JobRef& job, const std::string& comment);
+
+// Every job slurmctld knows (of user `uid` only, when given), as dl-jobs shows them:
+// the state and pending reason in Slurm's words, the expected start of a pending job
+// (the backfill scheduler's estimate; none before its first pass).
+std::vector<JobRow> list_jobs(std::optional<std::uint32_t> uid);
 
 }  // namespace dl::slurm

@@ -1,0 +1,77 @@
+#!/usr/bin/env bats
+# dl-jobs: the user's DL jobs at a glance, read from slurmctld through libslurm; a
+# pending job shows Slurm's expected start (the backfill estimate) and why it waits.
+
+load helpers
+
+dljobs() { "$DL_BUILD_DIR/launcher/dl-jobs" "$@"; }
+# A field of one job in `dl-jobs --json` output, as Python prints it.
+json_field() {
+  /usr/bin/python3 -c '
+import json, sys
+jobs = {j["id"]: j for j in json.load(sys.stdin)["jobs"]}
+v = jobs[sys.argv[1]]
+for k in sys.argv[2].split("."):
+    v = None if v is None else v[k]
+print("" if v is None else v)' "$@"
+}
+
+setup() {
+  cd "$BATS_TEST_TMPDIR"
+  local deadline=$((SECONDS + 60))
+  while [ -n "$(squeue -h -o %i)" ] && [ $SECONDS -lt $deadline ]; do sleep 0.5; done
+}
+teardown() { cancel_all; }
+
+@test "dl-jobs: a DL job queued behind a running one shows Slurm's expected start and why it waits" {
+  big=$(submit --dl-gpus=8 -t 10 --wrap 'sleep 300')
+  wait_state "$big" RUNNING 60
+  small=$(submit --dl-gpus=2 -t 5 --wrap 'sleep 1')
+  plain=$(submit -t 5 --wrap 'sleep 300')
+  # The backfill scheduler (bf_interval=2) estimates the start: the end of the big job.
+  wait_until 30 '[ -n "$(dljobs --json | json_field "$small" expected_start)" ]'
+  out=$(dljobs --json)
+  [ "$(json_field "$small" state <<<"$out")" = PENDING ]
+  [[ "$(json_field "$small" reason <<<"$out")" =~ ^(Resources|Priority)$ ]]
+  in_s=$(json_field "$small" expected_start_in_s <<<"$out")
+  [ "$in_s" -gt 0 ]
+  # The same estimate squeue --start shows (slurmctld's, not one of our own).
+  expected=$(date -d "$(json_field "$small" expected_start <<<"$out")" +%s)
+  squeue_start=$(date -d "$(squeue -h --start -j "$small" -o %S)" +%s)
+  [ $((expected - squeue_start)) -le 5 ] && [ $((squeue_start - expected)) -le 5 ]
+  [ "$(json_field "$big" state <<<"$out")" = RUNNING ]
+  [ "$(json_field "$big" shape <<<"$out")" = "8 GPUs as 4x2" ]
+  # A job without --dl-* options is not a DL job.
+  run json_field "$plain" state <<<"$out"
+  [ "$status" -ne 0 ]
+  [ "$(dljobs --all-jobs --json | json_field "$plain" state)" = PENDING ]
+
+  # The table says the same for people.
+  run dljobs
+  [ "$status" -eq 0 ]
+  [[ "$output" == *"$small"*"PENDING ("*")"*"in "*"(at "* ]]
+  [[ "$output" == *"$big"*RUNNING*"8 GPUs as 4x2"* ]]
+}
+
+@test "dl-jobs: dlrun's status line as fields, and only the caller's own jobs" {
+  job=$(submit --dl-gpus=2 -t 5 --wrap 'sleep 300')
+  wait_state "$job" RUNNING 60
+  scontrol update JobId="$job" Comment="$(job_comment "$job") | RUNNING step 40, ckpt 30 (5s ago), loss=0.5"
+  out=$(dljobs --json)
+  [ "$(json_field "$job" status.step <<<"$out")" = 40 ]
+  [ "$(json_field "$job" status.ckpt_step <<<"$out")" = 30 ]
+  [ "$(json_field "$job" status.metrics <<<"$out")" = loss=0.5 ]
+  [ "$(json_field "$job" restarts <<<"$out")" = 0 ]
+  # Another user sees none of root's jobs unless asking for everyone's.
+  run runuser -u dltest -- env SLURM_CONF="$SLURM_CONF" "$DL_BUILD_DIR/launcher/dl-jobs"
+  [ "$status" -eq 0 ]
+  [[ "$output" == "no DL jobs of yours in the queue" ]]
+  [ "$(runuser -u dltest -- env SLURM_CONF="$SLURM_CONF" "$DL_BUILD_DIR/launcher/dl-jobs" \
+    --all-users --json | json_field "$job" state)" = RUNNING ]
+}
+
+@test "dl-jobs: a bad option is one clear line and exit 2" {
+  run dljobs --bogus
+  [ "$status" -eq 2 ]
+  [[ "$output" == *"--bogus"* ]]
+}
