@@ -240,7 +240,10 @@ class _Writer:
             return {"tuple": items}
         if isinstance(v, dict):
             if all(isinstance(k, str) for k in v):
-                return {"dict": {k: self.value(x, path + (k,), rank0_only) for k, x in v.items()}}
+                node = {"dict": {k: self.value(x, path + (k,), rank0_only) for k, x in v.items()}}
+                if list(v) != sorted(v):  # JSON objects come back sorted
+                    node["order"] = list(v)
+                return node
             return {
                 "items": [
                     [self.value(k, path + ("key",)), self.value(x, path + (k,), rank0_only)]
@@ -282,9 +285,10 @@ class _Reader:
             raise StateError(f"{_path_text(path)}: unreadable entry {node!r} in the checkpoint's tree")
         if "dtype" in node and "shape" in node:
             return self.tensor(node, path)
+        if "dict" in node:
+            body = node["dict"]
+            return {k: self.value(body[k], path + (k,)) for k in node.get("order", sorted(body))}
         (tag, body), *_ = node.items()
-        if tag == "dict":
-            return {k: self.value(x, path + (k,)) for k, x in body.items()}
         if tag == "items":
             out = {}
             for k, x in body:
@@ -426,7 +430,8 @@ def _optimizer_by_name(optimizer, names):
     return {"state": state, "param_groups": groups}
 
 
-def _load_optimizer(optimizer, names, saved, key, strict):
+def _optimizer_state(optimizer, names, saved, key, strict):
+    """The state_dict to load into `optimizer`, its numbers matched to the saved names."""
     if not isinstance(saved, dict) or "state" not in saved or "param_groups" not in saved:
         raise StateError(f"{key}: the checkpoint's entry is not an optimizer state")
     current = optimizer.state_dict()
@@ -471,7 +476,7 @@ def _load_optimizer(optimizer, names, saved, key, strict):
         for n, number in zip(names[g], group["params"]):
             if n in saved["state"]:
                 state[number] = saved["state"][n]
-    optimizer.load_state_dict({"state": state, "param_groups": new_groups})
+    return {"state": state, "param_groups": new_groups}
 
 
 # --- RNGs ------------------------------------------------------------------------------
@@ -907,12 +912,16 @@ class TrainState:
                     problems = []
                     _compare(decoded[key], obj.state_dict(), (key,), problems)
                     _raise_problems(problems, self._strict, where)
+            optimizer_states = {
+                key: _optimizer_state(opt, self._names(opt), decoded[key], key, self._strict)
+                for key, opt in self._optimizers.items()
+                if key in decoded
+            }
             for key, module in self._modules.items():
                 if key in decoded:
                     _unwrap(module).load_state_dict(decoded[key], strict=False)
-            for key, opt in self._optimizers.items():
-                if key in decoded:
-                    _load_optimizer(opt, self._names(opt), decoded[key], key, self._strict)
+            for key, sd in optimizer_states.items():
+                self._optimizers[key].load_state_dict(sd)
             for key, obj in self._stateful.items():
                 if key in decoded:
                     obj.load_state_dict(_move_like(decoded[key], obj.state_dict()))
