@@ -682,12 +682,16 @@ class TrainState:
 
     strict=False lets a checkpoint lack keys the state has (a layer added: it keeps its
     initial value) and have keys it lacks (ignored). ckpt_dir overrides DL_CKPT_DIR.
+    hyperparameters (a dict) go into the checkpoint's manifest for people to read, and are
+    not restored. After resume(), resumed_from and resumed_world_size say what was loaded.
     async_save: the save returns once the tensors are copied and the step is acknowledged to
     dlrun when it is durable, at the next end_step() or close(); training continues meanwhile.
     """
 
-    def __init__(self, *, strict=True, ckpt_dir=None, async_save=True, **things):
+    def __init__(self, *, strict=True, ckpt_dir=None, async_save=True, hyperparameters=None, **things):
         d = self.__dict__
+        d["_hyperparameters"] = dict(hyperparameters or {})
+        d["resumed_from"], d["resumed_world_size"] = None, None
         d["_strict"] = strict
         d["_ckpt_dir"] = ckpt_dir
         d["_async"] = async_save
@@ -740,14 +744,6 @@ class TrainState:
         if not path:
             return Start(0, 0, 0)
         self.load(path)
-        rank, _ = _rank_world()
-        if rank == 0:
-            print(
-                f"slurm_dl.torch: resumed from {path} at epoch {self.epoch}, batch {self.batch}, "
-                f"step {self.step}",
-                file=sys.stderr,
-                flush=True,
-            )
         return Start(self.epoch, self.batch, self.step)
 
     def batches(self, epoch=None, loader=None):
@@ -828,6 +824,8 @@ class TrainState:
         }
         if self._metrics:
             meta["metrics"] = self._metrics
+        if self._hyperparameters:
+            meta["hyperparameters"] = self._hyperparameters
         step = self.step - 1
         self._saver.save(step, writer.parts, rng=rng, meta=meta, async_=self._async)
         self.__dict__["_pending"] = step
@@ -943,6 +941,7 @@ class TrainState:
             epoch_rngs = {k[len("epoch."):]: v for k, v in epoch_rngs.items()}
             d = self.__dict__
             d["epoch"], d["batch"], d["step"] = progress["epoch"], progress["batch"], progress["step"]
+            d["resumed_from"], d["resumed_world_size"] = path, c.world_size
             d["_epoch_seed"] = progress["epoch_seed"]
             d["_resume_at"] = None
             if progress["epoch_seed"] is not None and epoch_rngs:
