@@ -38,6 +38,7 @@ import collections
 import hashlib
 import os
 import random
+import signal
 import struct
 import sys
 import weakref
@@ -597,6 +598,23 @@ class _EpochBatches(torch.utils.data.Sampler):
         return len(self.batches) - self.start
 
 
+class _WorkerInit:
+    """Keeps SIGTERM ignored in DataLoader workers when the training process ignores it.
+
+    dlrun starts the program with SIGTERM ignored (a stop signal means: checkpoint, then
+    stop), but PyTorch's workers install their own SIGTERM handler and die of it, and the
+    training process then fails on the dead worker before it can save."""
+
+    def __init__(self, ignore_term, user_fn):
+        self.ignore_term, self.user_fn = ignore_term, user_fn
+
+    def __call__(self, worker_id):
+        if self.ignore_term:
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        if self.user_fn is not None:
+            self.user_fn(worker_id)
+
+
 class _Loader:
     """A DataLoader like the user's, over _SeededDataset and _EpochBatches."""
 
@@ -616,7 +634,9 @@ class _Loader:
             collate_fn=loader.collate_fn,
             pin_memory=loader.pin_memory,
             timeout=loader.timeout,
-            worker_init_fn=loader.worker_init_fn,
+            worker_init_fn=_WorkerInit(
+                signal.getsignal(signal.SIGTERM) == signal.SIG_IGN, loader.worker_init_fn
+            ),
             multiprocessing_context=loader.multiprocessing_context,
             generator=loader.generator,
             persistent_workers=loader.persistent_workers,

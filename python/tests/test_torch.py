@@ -5,8 +5,10 @@ ranks writing parts, and an exact mid-epoch resume with DataLoader workers."""
 import json
 import os
 import random
+import signal
 import sys
 import tempfile
+import time
 import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
@@ -378,6 +380,29 @@ class MidEpochResumeTest(unittest.TestCase):
         self.assertEqual(tuple(state.resume(path)), (0, 10, 10))
         self.assertEqual(list(state.batches(0)), [])
         self.assertEqual(len(list(state.batches(1))), 10)
+
+    def test_workers_survive_the_stop_signal_dlrun_turns_into_a_checkpoint(self):
+        # Under dlrun the program ignores SIGTERM and Slurm sends it to every process of
+        # the step: the DataLoader workers must not die of it before the save.
+        pid = os.fork()
+        if pid == 0:
+            code = 1
+            try:
+                os.setpgid(0, 0)
+                signal.signal(signal.SIGTERM, signal.SIG_IGN)
+                state = self.objects(2)[0]
+                seen = 0
+                for _ in state.batches(0):
+                    if seen == 1:
+                        os.killpg(0, signal.SIGTERM)
+                        time.sleep(0.5)
+                    seen += 1
+                code = 0 if seen == 10 else 2
+            except Exception as e:
+                print(f"child: {e}", file=sys.stderr)
+            finally:
+                os._exit(code)
+        self.assertEqual(os.waitpid(pid, 0)[1], 0)
 
 
 if __name__ == "__main__":
