@@ -105,3 +105,37 @@ preempt() {
   grep -q '\] final step 119$' out.txt
   [ -s out.bin ]
 }
+
+# The pid of rank 0's training process (a python3 child of dlrun with RANK=0).
+rank0_pid() {
+  local p parent
+  for p in $(pgrep -f "$TRAIN .*--out $PWD/out.bin"); do
+    [ "$(cat "/proc/$p/comm" 2>/dev/null)" = python3 ] || continue
+    parent=$(ps -o ppid= -p "$p" | tr -d ' ')
+    [ "$(cat "/proc/$parent/comm" 2>/dev/null)" = dlrun ] || continue
+    if tr '\0' '\n' <"/proc/$p/environ" | grep -qx RANK=0; then
+      echo "$p"
+      return 0
+    fi
+  done
+  return 1
+}
+
+@test "torch 3: killed with kill -9 while it saves, it resumes from the previous checkpoint and ends equal" {
+  reference
+  name=$(unique_name kill)
+  dir=$(dirname "$SLURM_CONF")/ckpt/$(id -un)/$name
+  job=$(submit_train -J "$name" -p low -N2 --dl-gpus=2 --dl-ckpt-every=2s --dl-max-restarts=3)
+  wait_until 180 '[ "$(grep -c "checkpoint step .* at epoch" out.txt)" -ge 2 ]'
+  pid=$(rank0_pid)
+  # Rank 0 writes the shard of the next periodic checkpoint (and would then commit it).
+  wait_until 60 'partial=$(find "$dir" -name "shard-00000-*.partial" | head -n 1); [ -n "$partial" ]'
+  kill -KILL "$pid"
+  killed=$(echo "$partial" | grep -o 'step-[0-9]*' | head -n 1 | sed 's/step-0*//')
+  wait_state "$job" COMPLETED 300
+  grep -q 'killed by signal 9' out.txt
+  [ "$(job_field "$job" Restarts)" = 1 ]
+  from=$(sed -n 's/.* resumed from .*(step \([0-9]*\),.*/\1/p' out.txt)
+  [ -n "$from" ] && [ "$from" -lt "$killed" ]
+  cmp out.bin "$REF"
+}
