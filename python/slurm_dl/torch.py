@@ -36,6 +36,7 @@ seeds they would have had.
 import atexit
 import collections
 import hashlib
+import math
 import os
 import random
 import signal
@@ -159,8 +160,9 @@ _INT64 = (-(2**63), 2**63 - 1)
 class _Writer:
     """Turns state_dicts into the JSON tree plus this rank's tensor parts."""
 
-    def __init__(self, rank, world):
+    def __init__(self, rank, world, shard_of=None):
         self.rank, self.world = rank, world
+        self.shard_of = shard_of or (lambda path, t: None)
         self.parts = {}  # dl-ckpt name -> ckpt.Part
         self.names = set()
 
@@ -189,6 +191,16 @@ class _Writer:
         name = node["tensor"] = self._name(path)
         stored, to_numpy, _ = _TORCH_DTYPES[t.dtype]
         t = t.detach()
+        shard = self.shard_of(path, t)
+        if shard is not None:
+            # This rank's own box of a tensor split across ranks: written whole, once.
+            global_shape, offset = shard
+            node["shape"] = list(global_shape)
+            node["sharded"] = True
+            a = to_numpy(t.cpu().contiguous())
+            extra = a.shape[t.dim():]
+            self._add(name, a, stored, tuple(global_shape) + extra, tuple(offset) + (0,) * len(extra))
+            return node
         if rank0_only or t.dim() == 0:
             if self.rank == 0:
                 self._add(name, to_numpy(t.cpu().contiguous()), stored, t.shape)
@@ -274,8 +286,9 @@ def _rows(n, rank, world):
 class _Reader:
     """Rebuilds values from the JSON tree, reading tensors from the checkpoint."""
 
-    def __init__(self, checkpoint):
+    def __init__(self, checkpoint, box_of=None):
         self.c = checkpoint
+        self.box_of = box_of or (lambda path: None)
 
     def value(self, node, path):
         if node is None or isinstance(node, (bool, int, float, str)):
@@ -317,15 +330,27 @@ class _Reader:
     def tensor(self, node, path):
         dtype = _torch_dtype(node["dtype"], path)
         shape = tuple(node["shape"])
+        box = self.box_of(path) if shape else None
+        if box is not None:
+            offset, shape = tuple(box[0]), tuple(box[1])
         if node.get("tensor") is None:
             t = torch.empty(shape, dtype=dtype)
         else:
-            a = self.c.read(node["tensor"])
-            _, _, from_numpy = _TORCH_DTYPES[dtype]
-            if dtype in (torch.complex64, torch.complex128):
-                a = a.reshape(shape + (2,))
+            complex_ = dtype in (torch.complex64, torch.complex128)
+            if box is not None:
+                extra = (2,) if complex_ else ()
+                if len(offset) != len(node["shape"]) or any(
+                    o + n > g for o, n, g in zip(offset, shape, node["shape"])
+                ):
+                    raise StateError(
+                        f"{_path_text(path)}: this rank's shard at {list(offset)} of shape "
+                        f"{list(shape)} is outside the checkpoint's tensor of shape {node['shape']}"
+                    )
+                a = self.c.read(node["tensor"], offset + (0,) * len(extra), shape + extra)
             else:
-                a = a.reshape(shape)
+                a = self.c.read(node["tensor"])
+            _, _, from_numpy = _TORCH_DTYPES[dtype]
+            a = a.reshape(shape + (2,) if complex_ else shape)
             t = from_numpy(a)
         if node.get("numpy"):
             return t.numpy() if dtype != torch.bool else t.numpy().astype(bool)
@@ -703,13 +728,31 @@ class TrainState:
     strict=False lets a checkpoint lack keys the state has (a layer added: it keeps its
     initial value) and have keys it lacks (ignored). ckpt_dir overrides DL_CKPT_DIR.
     hyperparameters (a dict) go into the checkpoint's manifest for people to read, and are
-    not restored. After resume(), resumed_from and resumed_world_size say what was loaded.
+    not restored. shards={"fc.weight": (global_shape, offset)} says that a parameter (named
+    as in named_parameters(), "key.name" with several modules) is this rank's box of a larger
+    tensor: it and its optimizer state are saved as parts of the global tensor, and read back
+    as whatever box the reading rank declares (or whole, without shards). After resume(), resumed_from and resumed_world_size say what was loaded.
     async_save: the save returns once the tensors are copied and the step is acknowledged to
     dlrun when it is durable, at the next end_step() or close(); training continues meanwhile.
     """
 
-    def __init__(self, *, strict=True, ckpt_dir=None, async_save=True, hyperparameters=None, **things):
+    def __init__(self, *, strict=True, ckpt_dir=None, async_save=True, hyperparameters=None,
+                 shards=None, **things):
         d = self.__dict__
+        d["_shards"] = {}
+        for name, spec in (shards or {}).items():
+            try:
+                global_shape, offset = (tuple(int(x) for x in v) for v in spec)
+            except (TypeError, ValueError):
+                raise ValueError(
+                    f"TrainState(shards={{{name!r}: {spec!r}}}): expected (global_shape, offset)"
+                ) from None
+            if len(global_shape) != len(offset):
+                raise ValueError(
+                    f"TrainState(shards={{{name!r}: ...}}): global shape {list(global_shape)} and "
+                    f"offset {list(offset)} differ in length"
+                )
+            d["_shards"][name] = (global_shape, offset)
         d["_hyperparameters"] = dict(hyperparameters or {})
         d["resumed_from"], d["resumed_world_size"] = None, None
         d["_strict"] = strict
@@ -816,8 +859,11 @@ class TrainState:
         self.__dict__["step"] = step + 1
         slurm_dl.report_step(step)
         if metrics:
-            self.__dict__["_metrics"] = {k: float(v) for k, v in metrics.items()}
-            slurm_dl.report_metrics(step, self._metrics)
+            # A NaN loss is the program's business: reporting it or saving it must not fail.
+            values = {k: float(v) for k, v in metrics.items()}
+            self.__dict__["_metrics"] = {k: v for k, v in values.items() if math.isfinite(v)}
+            if self._metrics:
+                slurm_dl.report_metrics(step, self._metrics)
         if slurm_dl.should_checkpoint():
             self.save()
             return True
@@ -832,7 +878,7 @@ class TrainState:
         if self._saver is None:
             self.__dict__["_saver"] = ckpt.Saver(self._ckpt_dir)
         rank, world = _rank_world()
-        writer = _Writer(rank, world)
+        writer = _Writer(rank, world, self._shard_of)
         tree = self._tree(writer)
         rng = {name: data for name, data in _rng_states(self._generators()).items()}
         if self._epoch_rngs is not None:
@@ -908,7 +954,7 @@ class TrainState:
                     f"{path}: slurm_dl.torch format version {tree.get('format_version')}, "
                     f"this version reads {FORMAT_VERSION}"
                 )
-            reader = _Reader(c)
+            reader = _Reader(c, self._box_of)
             objects = tree["objects"]
             where = f"checkpoint {path}"
             problems = []
@@ -985,6 +1031,45 @@ class TrainState:
             except ckpt.CheckpointError:
                 pass  # e.g. saved without CUDA
         return out
+
+    def _shard_name(self, path):
+        """The parameter name of a model tensor or of a per-parameter optimizer tensor."""
+        key = path[0]
+        if key in self._modules and len(path) == 2:
+            return path[1] if len(self._modules) == 1 else f"{key}.{path[1]}"
+        if key in self._optimizers and len(path) == 4 and path[1] == "state":
+            return path[2]
+        return None
+
+    def _shard_of(self, path, t):
+        if not self._shards:
+            return None
+        spec = self._shards.get(self._shard_name(path))
+        if spec is None or t.dim() != len(spec[0]):  # e.g. Adam's scalar step
+            return None
+        global_shape, offset = spec
+        if any(o + n > g for o, n, g in zip(offset, t.shape, global_shape)):
+            raise StateError(
+                f"{_path_text(path)}: shape {list(t.shape)} at offset {list(offset)} does not fit "
+                f"in the global shape {list(global_shape)} given in shards="
+            )
+        return spec
+
+    def _box_of(self, path):
+        name = self._shard_name(path)
+        spec = self._shards.get(name) if name is not None else None
+        if spec is None:
+            return None
+        shape = self._local_shape(name)
+        return (spec[1], shape) if shape is not None and len(shape) == len(spec[0]) else None
+
+    def _local_shape(self, name):
+        for key, module in self._modules.items():
+            prefix = "" if len(self._modules) == 1 else f"{key}."
+            for n, p in _unwrap(module).named_parameters():
+                if prefix + n == name:
+                    return tuple(p.shape)
+        return None
 
     def _names(self, optimizer):
         return _param_names({k: _unwrap(m) for k, m in self._modules.items()}, optimizer)

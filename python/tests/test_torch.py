@@ -199,6 +199,14 @@ class TorchStateTest(unittest.TestCase):
         with self.assertRaises(StateError):
             TrainState(counter=object())
 
+    def test_a_nan_loss_neither_fails_the_step_nor_the_save(self):
+        state = TrainState(model=torch.nn.Linear(2, 2), ckpt_dir=self.dir)
+        state.end_step(loss=float("nan"), acc=torch.tensor(0.5))
+        state.save()
+        state.close()
+        with ckpt.Checkpoint(ckpt.latest_valid(self.dir)) as c:
+            self.assertEqual(c.meta["metrics"], {"acc": 0.5})
+
     def test_optimizer_state_follows_parameter_names_when_groups_are_reordered(self):
         def build(order):
             torch.manual_seed(1)
@@ -288,6 +296,71 @@ class TorchStateTest(unittest.TestCase):
         TrainState(model=model2, optimizer=opt2).resume(path)
         same(model.state_dict(), model2.state_dict())
         same(opt.state[model[0].weight]["momentum_buffer"], opt2.state[model2[0].weight]["momentum_buffer"])
+
+    def test_sharded_parameters_are_parts_of_their_global_tensor_read_back_as_any_box(self):
+        # A row-parallel layer: rank r holds rows 4r..4r+3 of an 8x5 weight and its bias.
+        def shard(rank):
+            torch.manual_seed(7)
+            full = torch.nn.Linear(5, 8)
+            lo = 4 * rank
+            local = torch.nn.Linear(5, 4)
+            with torch.no_grad():
+                local.weight.copy_(full.weight[lo:lo + 4])
+                local.bias.copy_(full.bias[lo:lo + 4])
+            opt = torch.optim.SGD(local.parameters(), lr=0.1, momentum=0.9)
+            sgd_step(local, opt, torch.arange(10.0).reshape(2, 5) / 10)
+            specs = {"weight": ((8, 5), (lo, 0)), "bias": ((8,), (lo,))}
+            return local, opt, specs
+
+        pids = []
+        for rank in range(2):
+            pid = os.fork()
+            if pid == 0:
+                code = 1
+                try:
+                    os.environ.update(RANK=str(rank), WORLD_SIZE="2", DL_CKPT_RUN_ID="shard-test")
+                    local, opt, specs = shard(rank)
+                    state = TrainState(model=local, optimizer=opt, shards=specs, ckpt_dir=self.dir)
+                    state.end_step()
+                    state.save()
+                    state.close()
+                    code = 0
+                except Exception as e:
+                    print(f"rank {rank}: {e}", file=sys.stderr)
+                finally:
+                    os._exit(code)
+            pids.append(pid)
+        for pid in pids:
+            self.assertEqual(os.waitpid(pid, 0)[1], 0)
+        path = ckpt.latest_valid(self.dir)
+        with open(os.path.join(path, "manifest.json")) as f:
+            tensors = {t["name"]: t for t in json.load(f)["tensors"]}
+        self.assertEqual(tensors["model/weight"]["shape"], [8, 5])
+        self.assertEqual([(p["rank"], p["offset"]) for p in tensors["model/weight"]["pieces"]],
+                         [(0, [0, 0]), (1, [4, 0])])
+        self.assertEqual(tensors["optimizer/state/weight/momentum_buffer"]["shape"], [8, 5])
+        parts = [shard(r) for r in range(2)]
+
+        # One rank, no shards: the whole layer.
+        whole = torch.nn.Linear(5, 8)
+        whole_opt = torch.optim.SGD(whole.parameters(), lr=0.1, momentum=0.9)
+        TrainState(model=whole, optimizer=whole_opt).resume(path)
+        same(whole.weight.detach(), torch.cat([p[0].weight.detach() for p in parts]))
+        same(whole_opt.state[whole.bias]["momentum_buffer"],
+             torch.cat([p[1].state[p[0].bias]["momentum_buffer"] for p in parts]))
+
+        # Another split: rows 2..4, across both saved parts.
+        local = torch.nn.Linear(5, 3)
+        local_opt = torch.optim.SGD(local.parameters(), lr=0.1, momentum=0.9)
+        TrainState(model=local, optimizer=local_opt,
+                   shards={"weight": ((8, 5), (2, 0)), "bias": ((8,), (2,))}).resume(path)
+        same(local.weight.detach(), whole.weight.detach()[2:5])
+        same(local_opt.state[local.weight]["momentum_buffer"],
+             whole_opt.state[whole.weight]["momentum_buffer"][2:5])
+
+        with self.assertRaises(StateError) as e:
+            TrainState(model=local, shards={"weight": ((8, 5), (6, 0))}, strict=False).resume(path)
+        self.assertIn("model/weight: this rank's shard at [6, 0] of shape [3, 5] is outside", str(e.exception))
 
 
 class AugmentedData(torch.utils.data.Dataset if torch is not None else object):
