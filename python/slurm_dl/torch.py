@@ -668,8 +668,11 @@ class _Loader:
         )
         if loader.num_workers > 0 and getattr(loader, "prefetch_factor", None) is not None:
             kwargs["prefetch_factor"] = loader.prefetch_factor
+        # Arguments newer versions added (pin_memory_device 1.12, in_order 2.6).
         if getattr(loader, "pin_memory_device", ""):
             kwargs["pin_memory_device"] = loader.pin_memory_device
+        if getattr(loader, "in_order", True) is not True:
+            kwargs["in_order"] = loader.in_order
         self.derived = torch.utils.data.DataLoader(_SeededDataset(loader.dataset), **kwargs)
 
     def set_epoch(self, epoch):
