@@ -33,11 +33,17 @@ from slurm_dl.torch import TrainState
 def small_cnn(classes):
     """Conv, BatchNorm, dropout: the layers ResNet-18 has, at a fraction of the cost."""
     return torch.nn.Sequential(
-        torch.nn.Conv2d(3, 16, 3, padding=1), torch.nn.BatchNorm2d(16), torch.nn.ReLU(),
+        torch.nn.Conv2d(3, 16, 3, padding=1),
+        torch.nn.BatchNorm2d(16),
+        torch.nn.ReLU(),
         torch.nn.MaxPool2d(2),
-        torch.nn.Conv2d(16, 32, 3, padding=1), torch.nn.BatchNorm2d(32), torch.nn.ReLU(),
-        torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten(),
-        torch.nn.Dropout(0.2), torch.nn.Linear(32, classes),
+        torch.nn.Conv2d(16, 32, 3, padding=1),
+        torch.nn.BatchNorm2d(32),
+        torch.nn.ReLU(),
+        torch.nn.AdaptiveAvgPool2d(1),
+        torch.nn.Flatten(),
+        torch.nn.Dropout(0.2),
+        torch.nn.Linear(32, classes),
     )
 
 
@@ -49,8 +55,13 @@ class Trainer:
         self.optimizer = optimizer
         self.scheduler = scheduler
         self.args = args
-        self.state = TrainState(model=model, optimizer=optimizer, scheduler=scheduler, loader=loader,
-                                hyperparameters=vars(args))
+        self.state = TrainState(
+            model=model,
+            optimizer=optimizer,
+            scheduler=scheduler,
+            loader=loader,
+            hyperparameters=vars(args),
+        )
 
     def _run_batch(self, source, targets):
         self.optimizer.zero_grad()
@@ -71,15 +82,21 @@ class Trainer:
             if self.rank == 0:
                 print(f"step {self.state.step} loss {loss:.17g}", flush=True)
             if self.state.end_step(loss=loss) and self.rank == 0:
-                print(f"checkpoint step {self.state.step - 1} at epoch {epoch}, batch "
-                      f"{self.state.batch}", flush=True)
+                print(
+                    f"checkpoint step {self.state.step - 1} at epoch {epoch}, batch "
+                    f"{self.state.batch}",
+                    flush=True,
+                )
 
     def train(self, max_epochs):
         start = self.state.resume()
         if self.state.resumed_from and self.rank == 0:
-            print(f"resumed from {self.state.resumed_from} (step {start.step - 1}, written by "
-                  f"{self.state.resumed_world_size} ranks) at epoch {start.epoch}, batch "
-                  f"{start.batch}", flush=True)
+            print(
+                f"resumed from {self.state.resumed_from} (step {start.step - 1}, written by "
+                f"{self.state.resumed_world_size} ranks) at epoch {start.epoch}, batch "
+                f"{start.batch}",
+                flush=True,
+            )
         for epoch in range(start.epoch, max_epochs):
             self._run_epoch(epoch)
         self.state.close()  # the last checkpoint, if one is being written, is durable
@@ -104,11 +121,13 @@ def main():
     torch.manual_seed(args.seed)
     dist.init_process_group("gloo")
 
-    augment = torchvision.transforms.Compose([
-        torchvision.transforms.RandomCrop(32, padding=4),
-        torchvision.transforms.RandomHorizontalFlip(),
-        torchvision.transforms.ToTensor(),
-    ])
+    augment = torchvision.transforms.Compose(
+        [
+            torchvision.transforms.RandomCrop(32, padding=4),
+            torchvision.transforms.RandomHorizontalFlip(),
+            torchvision.transforms.ToTensor(),
+        ]
+    )
     data = torchvision.datasets.FakeData(args.images, (3, 32, 32), args.classes, transform=augment)
     sampler = DistributedSampler(data, shuffle=True, seed=args.seed)
     loader = DataLoader(data, batch_size=args.batch, sampler=sampler, num_workers=args.workers)
@@ -118,13 +137,20 @@ def main():
     else:
         model = small_cnn(args.classes)
     optimizer = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=0.9)
-    scheduler = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=args.epochs * len(loader))
+    scheduler = torch.optim.lr_scheduler.CosineAnnealingLR(
+        optimizer, T_max=args.epochs * len(loader)
+    )
 
     Trainer(model, loader, optimizer, scheduler, args).train(args.epochs)
 
     if dist.get_rank() == 0:
-        flat = np.concatenate([t.detach().numpy().ravel().astype(np.float32)
-                               for t in model.state_dict().values() if t.is_floating_point()])
+        flat = np.concatenate(
+            [
+                t.detach().numpy().ravel().astype(np.float32)
+                for t in model.state_dict().values()
+                if t.is_floating_point()
+            ]
+        )
         print(f"final step {args.epochs * len(loader) - 1}", flush=True)
         if args.out:
             tmp = f"{args.out}.tmp{os.getpid()}"

@@ -34,7 +34,9 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mb", type=int, default=100, help="model size in MB (float32)")
     parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--dir", help="where to write (default: a temporary directory under /var/tmp)")
+    parser.add_argument(
+        "--dir", help="where to write (default: a temporary directory under /var/tmp)"
+    )
     args = parser.parse_args()
 
     for name in ("RANK", "WORLD_SIZE", "DL_CKPT_DIR", "DL_CLIENT_FILE"):
@@ -44,10 +46,16 @@ def main():
         width = 1024
         rows = args.mb * 1024 * 1024 // 4 // width
         layers = max(1, rows // width)
-        model = torch.nn.Sequential(*[torch.nn.Linear(width, rows // layers, bias=False) for _ in range(layers)])
+        model = torch.nn.Sequential(
+            *[torch.nn.Linear(width, rows // layers, bias=False) for _ in range(layers)]
+        )
         nbytes = sum(p.numel() * 4 for p in model.parameters())
         state = TrainState(model=model, ckpt_dir=os.path.join(root, "ckpt"))
-        results = {"slurm_dl.torch stall": [], "slurm_dl.torch durable": [], "torch.save + fsync": []}
+        results = {
+            "slurm_dl.torch stall": [],
+            "slurm_dl.torch durable": [],
+            "torch.save + fsync": [],
+        }
         sizes = {}
         for i in range(args.repeat):
             state.end_step()
@@ -58,7 +66,9 @@ def main():
             t2 = time.perf_counter()
             results["slurm_dl.torch stall"].append(t1 - t0)
             results["slurm_dl.torch durable"].append(t2 - t0)
-            step_dirs = sorted(d for d in os.listdir(os.path.join(root, "ckpt")) if d.startswith("step-"))
+            step_dirs = sorted(
+                d for d in os.listdir(os.path.join(root, "ckpt")) if d.startswith("step-")
+            )
             sizes["dl-ckpt"] = du(os.path.join(root, "ckpt", step_dirs[-1]))
 
             path = os.path.join(root, f"torch-{i}.pt")
@@ -71,15 +81,23 @@ def main():
             sizes["torch.save"] = os.path.getsize(path)
             os.unlink(path)
 
-        print(f"model: {nbytes / 2**20:.0f} MiB of float32 parameters; {args.repeat} saves each, in {root}")
+        print(
+            f"model: {nbytes / 2**20:.0f} MiB of float32 parameters; {args.repeat} saves each, in {root}"
+        )
         for name, times in results.items():
-            print(f"  {name:24s} median {statistics.median(times) * 1000:9.1f} ms  "
-                  f"(min {min(times) * 1000:.1f}, max {max(times) * 1000:.1f})")
+            print(
+                f"  {name:24s} median {statistics.median(times) * 1000:9.1f} ms  "
+                f"(min {min(times) * 1000:.1f}, max {max(times) * 1000:.1f})"
+            )
         stall = statistics.median(results["slurm_dl.torch stall"])
         base = statistics.median(results["torch.save + fsync"])
-        print(f"stall ratio (slurm_dl.torch stall / torch.save + fsync): {stall / base:.3f}  (target <= 0.2)")
-        print(f"bytes written: dl-ckpt {sizes['dl-ckpt']}, torch.save {sizes['torch.save']}: "
-              f"ratio {sizes['dl-ckpt'] / sizes['torch.save']:.3f}  (target <= 1.05)")
+        print(
+            f"stall ratio (slurm_dl.torch stall / torch.save + fsync): {stall / base:.3f}  (target <= 0.2)"
+        )
+        print(
+            f"bytes written: dl-ckpt {sizes['dl-ckpt']}, torch.save {sizes['torch.save']}: "
+            f"ratio {sizes['dl-ckpt'] / sizes['torch.save']:.3f}  (target <= 1.05)"
+        )
     finally:
         shutil.rmtree(root, ignore_errors=True)
     return 0

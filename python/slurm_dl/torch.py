@@ -65,6 +65,7 @@ class StateError(ValueError):
 
 # --- tensors ---------------------------------------------------------------------------
 
+
 # torch dtype -> (dl-ckpt dtype, to numpy, from numpy). Types dl-ckpt lacks are stored as
 # the bits of one it has (bool and int8 as u8, complex as pairs of floats); the JSON tree
 # keeps the torch dtype.
@@ -177,7 +178,9 @@ class _Writer:
 
     def tensor(self, t, path, rank0_only):
         if t.is_sparse or t.layout != torch.strided:
-            raise StateError(f"{_path_text(path)}: sparse tensors are not supported; save t.to_dense()")
+            raise StateError(
+                f"{_path_text(path)}: sparse tensors are not supported; save t.to_dense()"
+            )
         if t.dtype not in _TORCH_DTYPES:
             raise StateError(
                 f"{_path_text(path)}: tensor dtype {_dtype_name(t.dtype)} has no checkpoint type "
@@ -198,8 +201,10 @@ class _Writer:
             node["shape"] = list(global_shape)
             node["sharded"] = True
             a = to_numpy(t.cpu().contiguous())
-            extra = a.shape[t.dim():]
-            self._add(name, a, stored, tuple(global_shape) + extra, tuple(offset) + (0,) * len(extra))
+            extra = a.shape[t.dim() :]
+            self._add(
+                name, a, stored, tuple(global_shape) + extra, tuple(offset) + (0,) * len(extra)
+            )
             return node
         if rank0_only or t.dim() == 0:
             if self.rank == 0:
@@ -209,7 +214,7 @@ class _Writer:
         if hi > lo:
             # Slice before the copy: a CUDA tensor sends only this rank's rows to the host.
             a = to_numpy(t[lo:hi].cpu().contiguous())
-            full = tuple(t.shape) + a.shape[t.dim():]  # complex: a trailing 2
+            full = tuple(t.shape) + a.shape[t.dim() :]  # complex: a trailing 2
             self._add(name, a, stored, full, (lo,) + (0,) * (a.ndim - 1))
         return node
 
@@ -221,7 +226,7 @@ class _Writer:
         if array.ndim == 0:  # dl-ckpt tensors have at least one dimension
             part = ckpt.Part(array.reshape(1), (1,), None, dtype=part.dtype)
         elif part.global_shape is not None and len(part.global_shape) < array.ndim:
-            part.global_shape = tuple(part.global_shape) + array.shape[len(part.global_shape):]
+            part.global_shape = tuple(part.global_shape) + array.shape[len(part.global_shape) :]
         self.parts[name] = part
 
     def value(self, v, path, rank0_only=False):
@@ -238,7 +243,11 @@ class _Writer:
         if isinstance(v, torch.Tensor):
             return self.tensor(v, path, rank0_only)
         if isinstance(v, np.ndarray):
-            t = torch.from_numpy(np.ascontiguousarray(v)) if v.dtype != np.bool_ else torch.from_numpy(v.copy())
+            t = (
+                torch.from_numpy(np.ascontiguousarray(v))
+                if v.dtype != np.bool_
+                else torch.from_numpy(v.copy())
+            )
             node = self.tensor(t, path, rank0_only)
             node["numpy"] = True
             return node
@@ -296,7 +305,9 @@ class _Reader:
         if isinstance(node, list):
             return [self.value(x, path + (i,)) for i, x in enumerate(node)]
         if not isinstance(node, dict) or not node:
-            raise StateError(f"{_path_text(path)}: unreadable entry {node!r} in the checkpoint's tree")
+            raise StateError(
+                f"{_path_text(path)}: unreadable entry {node!r} in the checkpoint's tree"
+            )
         if "dtype" in node and "shape" in node:
             return self.tensor(node, path)
         if "dict" in node:
@@ -383,7 +394,11 @@ def _compare(saved, current, path, problems, dtypes=True):
     elif isinstance(current, torch.Tensor) and isinstance(saved, torch.Tensor):
         if tuple(saved.shape) != tuple(current.shape):
             problems.append(
-                ("shape", path, f"shape {list(saved.shape)} in the checkpoint, {list(current.shape)} here")
+                (
+                    "shape",
+                    path,
+                    f"shape {list(saved.shape)} in the checkpoint, {list(current.shape)} here",
+                )
             )
         elif dtypes and saved.dtype != current.dtype:
             problems.append(
@@ -396,7 +411,9 @@ def _compare(saved, current, path, problems, dtypes=True):
     elif isinstance(current, torch.Tensor) != isinstance(saved, torch.Tensor) or isinstance(
         current, dict
     ) != isinstance(saved, dict):
-        problems.append(("kind", path, f"{_describe(saved)} in the checkpoint, {_describe(current)} here"))
+        problems.append(
+            ("kind", path, f"{_describe(saved)} in the checkpoint, {_describe(current)} here")
+        )
 
 
 def _raise_problems(problems, strict, where):
@@ -407,9 +424,13 @@ def _raise_problems(problems, strict, where):
     for kind, path, detail in fatal[:20]:
         p = _path_text(path)
         if kind == "missing":
-            lines.append(f"  {p}: missing from the checkpoint (here: {detail}); strict=False keeps its current value")
+            lines.append(
+                f"  {p}: missing from the checkpoint (here: {detail}); strict=False keeps its current value"
+            )
         elif kind == "unexpected":
-            lines.append(f"  {p}: in the checkpoint ({detail}) but not in the state; strict=False ignores it")
+            lines.append(
+                f"  {p}: in the checkpoint ({detail}) but not in the state; strict=False ignores it"
+            )
         else:
             lines.append(f"  {p}: {detail}")
     if len(fatal) > 20:
@@ -461,7 +482,11 @@ def _optimizer_state(optimizer, names, saved, key, strict):
     if not isinstance(saved, dict) or "state" not in saved or "param_groups" not in saved:
         raise StateError(f"{key}: the checkpoint's entry is not an optimizer state")
     current = optimizer.state_dict()
-    params = {n: p for g, group in enumerate(optimizer.param_groups) for n, p in zip(names[g], group["params"])}
+    params = {
+        n: p
+        for g, group in enumerate(optimizer.param_groups)
+        for n, p in zip(names[g], group["params"])
+    }
     saved_group_of = {}
     for sg, group in enumerate(saved["param_groups"]):
         for n in group["params"]:
@@ -469,25 +494,45 @@ def _optimizer_state(optimizer, names, saved, key, strict):
     problems = []
     for n in params:
         if n not in saved_group_of:
-            problems.append(("missing", (key, "param_groups", n), f"parameter {n} of shape {list(params[n].shape)}"))
+            problems.append(
+                (
+                    "missing",
+                    (key, "param_groups", n),
+                    f"parameter {n} of shape {list(params[n].shape)}",
+                )
+            )
     for n in saved_group_of:
         if n not in params:
-            problems.append(("unexpected", (key, "param_groups", n), "a parameter the optimizer does not have"))
+            problems.append(
+                ("unexpected", (key, "param_groups", n), "a parameter the optimizer does not have")
+            )
     for n, st in saved["state"].items():
         if n not in params:
             continue
         for k, v in st.items():
-            if isinstance(v, torch.Tensor) and v.dim() > 0 and tuple(v.shape) != tuple(params[n].shape):
+            if (
+                isinstance(v, torch.Tensor)
+                and v.dim() > 0
+                and tuple(v.shape) != tuple(params[n].shape)
+            ):
                 problems.append(
-                    ("shape", (key, "state", n, k), f"shape {list(v.shape)} in the checkpoint, parameter {list(params[n].shape)} here")
+                    (
+                        "shape",
+                        (key, "state", n, k),
+                        f"shape {list(v.shape)} in the checkpoint, parameter {list(params[n].shape)} here",
+                    )
                 )
     new_groups = []
     for g, group in enumerate(current["param_groups"]):
         sources = sorted({saved_group_of[n] for n in names[g] if n in saved_group_of})
         if len(sources) > 1:
             problems.append(
-                ("groups", (key, "param_groups", g), f"holds parameters saved in groups {sources}; "
-                 "groups may be reordered but not merged or split")
+                (
+                    "groups",
+                    (key, "param_groups", g),
+                    f"holds parameters saved in groups {sources}; "
+                    "groups may be reordered but not merged or split",
+                )
             )
             continue
         src = saved["param_groups"][sources[0]] if sources else group
@@ -515,22 +560,24 @@ def _numpy_rng_bytes():
 
 def _set_numpy_rng(data):
     keys = np.frombuffer(data[: 624 * 4], dtype="<u4").astype(np.uint32)
-    pos, has_gauss, gauss = struct.unpack("<qqd", data[624 * 4:])
+    pos, has_gauss, gauss = struct.unpack("<qqd", data[624 * 4 :])
     np.random.set_state(("MT19937", keys, pos, has_gauss, gauss))
 
 
 def _random_rng_bytes():
     version, internal, gauss = random.getstate()
-    return struct.pack("<q", version) + np.asarray(internal, dtype="<u4").tobytes() + struct.pack(
-        "<qd", gauss is not None, gauss or 0.0
+    return (
+        struct.pack("<q", version)
+        + np.asarray(internal, dtype="<u4").tobytes()
+        + struct.pack("<qd", gauss is not None, gauss or 0.0)
     )
 
 
 def _set_random_rng(data):
     (version,) = struct.unpack("<q", data[:8])
     n = (len(data) - 8 - 16) // 4
-    internal = tuple(int(x) for x in np.frombuffer(data[8: 8 + 4 * n], dtype="<u4"))
-    has, gauss = struct.unpack("<qd", data[8 + 4 * n:])
+    internal = tuple(int(x) for x in np.frombuffer(data[8 : 8 + 4 * n], dtype="<u4"))
+    has, gauss = struct.unpack("<qd", data[8 + 4 * n :])
     random.setstate((version, internal, gauss if has else None))
 
 
@@ -570,7 +617,9 @@ def _set_rng_states(states, generators):
 
 
 def _sample_seed(epoch_seed, batch, position):
-    digest = hashlib.blake2b(struct.pack("<qqq", epoch_seed, batch, position), digest_size=8).digest()
+    digest = hashlib.blake2b(
+        struct.pack("<qqq", epoch_seed, batch, position), digest_size=8
+    ).digest()
     return int.from_bytes(digest, "little") & (2**63 - 1)
 
 
@@ -650,7 +699,9 @@ class _Loader:
                 "use a map-style dataset (or resume by step without batches())"
             )
         if loader.batch_sampler is None:
-            raise StateError(f"{key}: batches() needs a DataLoader with a batch size (batch_size=None)")
+            raise StateError(
+                f"{key}: batches() needs a DataLoader with a batch size (batch_size=None)"
+            )
         self.loader = loader
         self.sampler = _EpochBatches()
         kwargs = dict(
@@ -700,9 +751,7 @@ def _rank_world():
 
 
 def _unwrap(module):
-    while isinstance(
-        module, (torch.nn.parallel.DistributedDataParallel, torch.nn.DataParallel)
-    ):
+    while isinstance(module, (torch.nn.parallel.DistributedDataParallel, torch.nn.DataParallel)):
         module = module.module
     return module
 
@@ -734,13 +783,22 @@ class TrainState:
     not restored. shards={"fc.weight": (global_shape, offset)} says that a parameter (named
     as in named_parameters(), "key.name" with several modules) is this rank's box of a larger
     tensor: it and its optimizer state are saved as parts of the global tensor, and read back
-    as whatever box the reading rank declares (or whole, without shards). After resume(), resumed_from and resumed_world_size say what was loaded.
+    as whatever box the reading rank declares (or whole, without shards). After resume(),
+    resumed_from and resumed_world_size say what was loaded.
     async_save: the save returns once the tensors are copied and the step is acknowledged to
     dlrun when it is durable, at the next end_step() or close(); training continues meanwhile.
     """
 
-    def __init__(self, *, strict=True, ckpt_dir=None, async_save=True, hyperparameters=None,
-                 shards=None, **things):
+    def __init__(
+        self,
+        *,
+        strict=True,
+        ckpt_dir=None,
+        async_save=True,
+        hyperparameters=None,
+        shards=None,
+        **things,
+    ):
         d = self.__dict__
         d["_shards"] = {}
         for name, spec in (shards or {}).items():
@@ -761,7 +819,13 @@ class TrainState:
         d["_strict"] = strict
         d["_ckpt_dir"] = ckpt_dir
         d["_async"] = async_save
-        d["_modules"], d["_optimizers"], d["_stateful"], d["_loaders"], d["_samplers"] = {}, {}, {}, {}, {}
+        d["_modules"], d["_optimizers"], d["_stateful"], d["_loaders"], d["_samplers"] = (
+            {},
+            {},
+            {},
+            {},
+            {},
+        )
         d["_values"] = {}
         for key, thing in things.items():
             if key.startswith("_") or "/" in key:
@@ -951,7 +1015,9 @@ class TrainState:
         with ckpt.Checkpoint(path) as c:
             tree = (c.meta.get("user_metadata") or {}).get(FORMAT)
             if tree is None:
-                raise StateError(f"{path}: not written by slurm_dl.torch (no user_metadata[{FORMAT!r}])")
+                raise StateError(
+                    f"{path}: not written by slurm_dl.torch (no user_metadata[{FORMAT!r}])"
+                )
             if tree.get("format_version") != FORMAT_VERSION:
                 raise StateError(
                     f"{path}: slurm_dl.torch format version {tree.get('format_version')}, "
@@ -961,13 +1027,21 @@ class TrainState:
             objects = tree["objects"]
             where = f"checkpoint {path}"
             problems = []
-            mine = set(self._modules) | set(self._optimizers) | set(self._stateful) | set(self._samplers) | set(self._values)
+            mine = (
+                set(self._modules)
+                | set(self._optimizers)
+                | set(self._stateful)
+                | set(self._samplers)
+                | set(self._values)
+            )
             for key in mine - set(objects):
                 problems.append(("missing", (key,), "an object of the state"))
             for key in set(objects) - mine:
                 problems.append(("unexpected", (key,), "an object the state does not have"))
             _raise_problems(problems, self._strict, where)
-            decoded = {key: reader.value(node, (key,)) for key, node in objects.items() if key in mine}
+            decoded = {
+                key: reader.value(node, (key,)) for key, node in objects.items() if key in mine
+            }
             # Check everything before changing anything: a failed resume leaves the state as it was.
             for key, module in self._modules.items():
                 if key in decoded:
@@ -1003,13 +1077,21 @@ class TrainState:
             src = rank % c.world_size
             gens = self._generators()
             names = [f"{n}" for n in ("torch", "numpy", "random")]
-            names += [f"cuda{i}" for i in range(torch.cuda.device_count())] if torch.cuda.is_available() else []
+            names += (
+                [f"cuda{i}" for i in range(torch.cuda.device_count())]
+                if torch.cuda.is_available()
+                else []
+            )
             names += [f"gen.{k}" for k in gens]
             now = self._read_rngs(c, src, names)
             epoch_rngs = self._read_rngs(c, src, [f"epoch.{n}" for n in names])
-            epoch_rngs = {k[len("epoch."):]: v for k, v in epoch_rngs.items()}
+            epoch_rngs = {k[len("epoch.") :]: v for k, v in epoch_rngs.items()}
             d = self.__dict__
-            d["epoch"], d["batch"], d["step"] = progress["epoch"], progress["batch"], progress["step"]
+            d["epoch"], d["batch"], d["step"] = (
+                progress["epoch"],
+                progress["batch"],
+                progress["step"],
+            )
             d["resumed_from"], d["resumed_world_size"] = path, c.world_size
             d["_epoch_seed"] = progress["epoch_seed"]
             d["_resume_at"] = None

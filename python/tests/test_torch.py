@@ -42,7 +42,9 @@ def same(a, b, path="value"):
     """Equal values of equal types, tensors bit for bit (NaN equal to NaN)."""
     assert type(a) is type(b), f"{path}: {type(a)} != {type(b)}"
     if isinstance(a, torch.Tensor):
-        assert a.dtype == b.dtype and a.shape == b.shape, f"{path}: {a.dtype}{a.shape} != {b.dtype}{b.shape}"
+        assert (
+            a.dtype == b.dtype and a.shape == b.shape
+        ), f"{path}: {a.dtype}{a.shape} != {b.dtype}{b.shape}"
         if a.numel():
             x, y = (torch.view_as_real(a), torch.view_as_real(b)) if a.is_complex() else (a, b)
             if x.dtype == torch.bfloat16:
@@ -79,7 +81,14 @@ class TorchStateTest(unittest.TestCase):
     def setUp(self):
         self.tmp = tempfile.TemporaryDirectory()
         self.dir = os.path.join(self.tmp.name, "ckpt")
-        for name in ("RANK", "WORLD_SIZE", "DL_CKPT_DIR", "DL_CKPT_RUN_ID", "DL_RESUME_FROM", "DL_CLIENT_FILE"):
+        for name in (
+            "RANK",
+            "WORLD_SIZE",
+            "DL_CKPT_DIR",
+            "DL_CKPT_RUN_ID",
+            "DL_RESUME_FROM",
+            "DL_CLIENT_FILE",
+        ):
             os.environ.pop(name, None)
         torch.manual_seed(0)
 
@@ -119,7 +128,7 @@ class TorchStateTest(unittest.TestCase):
             "huge": 2**70,
             "float": 0.1 + 0.2,
             "floats": [float("nan"), float("inf"), float("-inf"), -0.0, 5e-324],
-            "text": "naïve / ../ \"quoted\"",
+            "text": 'naïve / ../ "quoted"',
             "bytes": b"\x00\xff",
             "tuple": (1, "a", (2.5,)),
             "size": torch.Size([2, 3]),
@@ -144,15 +153,21 @@ class TorchStateTest(unittest.TestCase):
             self.assertIn("model/1.running_mean", c.tensors)
             self.assertIn("optimizer/state/0.weight/momentum_buffer", c.tensors)
             tree = c.meta["user_metadata"]["slurm_dl.torch"]
-            np.testing.assert_array_equal(c.read("model/0.weight"), model[0].weight.detach().numpy())
+            np.testing.assert_array_equal(
+                c.read("model/0.weight"), model[0].weight.detach().numpy()
+            )
         self.assertEqual(tree["objects"]["epochs_seen"], 4)
-        self.assertEqual(tree["objects"]["optimizer"]["dict"]["param_groups"][0]["dict"]["params"],
-                         ["0.weight", "0.bias", "1.weight", "1.bias"])
+        self.assertEqual(
+            tree["objects"]["optimizer"]["dict"]["param_groups"][0]["dict"]["params"],
+            ["0.weight", "0.bias", "1.weight", "1.bias"],
+        )
         import h5py
 
         shard = os.path.join(path, "shard-00000-of-00001.h5")
         with h5py.File(shard, "r") as f:
-            np.testing.assert_array_equal(f["tensors/model/0.weight"][()], model[0].weight.detach().numpy())
+            np.testing.assert_array_equal(
+                f["tensors/model/0.weight"][()], model[0].weight.detach().numpy()
+            )
             json.loads(f.attrs["user_metadata"])
 
     def test_missing_unexpected_shape_and_dtype_errors_name_the_key_path(self):
@@ -172,19 +187,25 @@ class TorchStateTest(unittest.TestCase):
         smaller = torch.nn.Sequential()
         with self.assertRaises(StateError) as e:
             TrainState(model=smaller).resume(path)
-        self.assertIn("model/0.weight: in the checkpoint (a float32 tensor of shape [3, 4])", str(e.exception))
+        self.assertIn(
+            "model/0.weight: in the checkpoint (a float32 tensor of shape [3, 4])", str(e.exception)
+        )
         TrainState(model=smaller, strict=False).resume(path)
 
         wider = torch.nn.Sequential(torch.nn.Linear(4, 5))
         for strict in (True, False):
             with self.assertRaises(StateError) as e:
                 TrainState(model=wider, strict=strict).resume(path)
-            self.assertIn("model/0.weight: shape [3, 4] in the checkpoint, [5, 4] here", str(e.exception))
+            self.assertIn(
+                "model/0.weight: shape [3, 4] in the checkpoint, [5, 4] here", str(e.exception)
+            )
 
         double = torch.nn.Sequential(torch.nn.Linear(4, 3)).double()
         with self.assertRaises(StateError) as e:
             TrainState(model=double).resume(path)
-        self.assertIn("model/0.bias: dtype float32 in the checkpoint, float64 here", str(e.exception))
+        self.assertIn(
+            "model/0.bias: dtype float32 in the checkpoint, float64 here", str(e.exception)
+        )
 
         with self.assertRaises(StateError) as e:
             TrainState(model=model, extra=Holder()).resume(path)
@@ -195,7 +216,9 @@ class TorchStateTest(unittest.TestCase):
         state.end_step()
         with self.assertRaises(StateError) as e:
             state.save()
-        self.assertIn("sched/lr_lambdas/0: a function can't be saved without pickle", str(e.exception))
+        self.assertIn(
+            "sched/lr_lambdas/0: a function can't be saved without pickle", str(e.exception)
+        )
         with self.assertRaises(StateError):
             TrainState(counter=object())
 
@@ -210,7 +233,9 @@ class TorchStateTest(unittest.TestCase):
     def test_optimizer_state_follows_parameter_names_when_groups_are_reordered(self):
         def build(order):
             torch.manual_seed(1)
-            model = torch.nn.Sequential(torch.nn.Linear(4, 6), torch.nn.Tanh(), torch.nn.Linear(6, 2))
+            model = torch.nn.Sequential(
+                torch.nn.Linear(4, 6), torch.nn.Tanh(), torch.nn.Linear(6, 2)
+            )
             groups = {
                 "first": {"params": list(model[0].parameters()), "lr": 0.01},
                 "last": {"params": list(model[2].parameters()), "lr": 0.003},
@@ -235,10 +260,15 @@ class TorchStateTest(unittest.TestCase):
 
         # A new layer: its parameters have no optimizer state to resume.
         torch.manual_seed(1)
-        model3 = torch.nn.Sequential(torch.nn.Linear(4, 6), torch.nn.Tanh(), torch.nn.Linear(6, 2),
-                                     torch.nn.Linear(2, 2))
-        opt3 = torch.optim.Adam([{"params": model3[0].parameters()},
-                                 {"params": list(model3[2].parameters()) + list(model3[3].parameters())}])
+        model3 = torch.nn.Sequential(
+            torch.nn.Linear(4, 6), torch.nn.Tanh(), torch.nn.Linear(6, 2), torch.nn.Linear(2, 2)
+        )
+        opt3 = torch.optim.Adam(
+            [
+                {"params": model3[0].parameters()},
+                {"params": list(model3[2].parameters()) + list(model3[3].parameters())},
+            ]
+        )
         with self.assertRaises(StateError) as e:
             TrainState(model=model3, optimizer=opt3).resume(path)
         self.assertIn("model/3.weight: missing from the checkpoint", str(e.exception))
@@ -259,7 +289,9 @@ class TorchStateTest(unittest.TestCase):
         opt5 = torch.optim.Adam(model5.parameters(), lr=0.1)
         with self.assertRaises(StateError) as e:
             TrainState(model=model5, optimizer=opt5).resume(path)
-        self.assertIn("optimizer/param_groups/0: holds parameters saved in groups [0, 1]", str(e.exception))
+        self.assertIn(
+            "optimizer/param_groups/0: holds parameters saved in groups [0, 1]", str(e.exception)
+        )
 
     def test_ranks_write_parts_and_any_world_size_reads_them(self):
         torch.manual_seed(3)
@@ -295,7 +327,10 @@ class TorchStateTest(unittest.TestCase):
         opt2 = torch.optim.SGD(model2.parameters(), lr=0.1, momentum=0.9)
         TrainState(model=model2, optimizer=opt2).resume(path)
         same(model.state_dict(), model2.state_dict())
-        same(opt.state[model[0].weight]["momentum_buffer"], opt2.state[model2[0].weight]["momentum_buffer"])
+        same(
+            opt.state[model[0].weight]["momentum_buffer"],
+            opt2.state[model2[0].weight]["momentum_buffer"],
+        )
 
     def test_sharded_parameters_are_parts_of_their_global_tensor_read_back_as_any_box(self):
         # A row-parallel layer: rank r holds rows 4r..4r+3 of an 8x5 weight and its bias.
@@ -305,8 +340,8 @@ class TorchStateTest(unittest.TestCase):
             lo = 4 * rank
             local = torch.nn.Linear(5, 4)
             with torch.no_grad():
-                local.weight.copy_(full.weight[lo:lo + 4])
-                local.bias.copy_(full.bias[lo:lo + 4])
+                local.weight.copy_(full.weight[lo : lo + 4])
+                local.bias.copy_(full.bias[lo : lo + 4])
             opt = torch.optim.SGD(local.parameters(), lr=0.1, momentum=0.9)
             sgd_step(local, opt, torch.arange(10.0).reshape(2, 5) / 10)
             specs = {"weight": ((8, 5), (lo, 0)), "bias": ((8,), (lo,))}
@@ -336,8 +371,10 @@ class TorchStateTest(unittest.TestCase):
         with open(os.path.join(path, "manifest.json")) as f:
             tensors = {t["name"]: t for t in json.load(f)["tensors"]}
         self.assertEqual(tensors["model/weight"]["shape"], [8, 5])
-        self.assertEqual([(p["rank"], p["offset"]) for p in tensors["model/weight"]["pieces"]],
-                         [(0, [0, 0]), (1, [4, 0])])
+        self.assertEqual(
+            [(p["rank"], p["offset"]) for p in tensors["model/weight"]["pieces"]],
+            [(0, [0, 0]), (1, [4, 0])],
+        )
         self.assertEqual(tensors["optimizer/state/weight/momentum_buffer"]["shape"], [8, 5])
         parts = [shard(r) for r in range(2)]
 
@@ -346,21 +383,30 @@ class TorchStateTest(unittest.TestCase):
         whole_opt = torch.optim.SGD(whole.parameters(), lr=0.1, momentum=0.9)
         TrainState(model=whole, optimizer=whole_opt).resume(path)
         same(whole.weight.detach(), torch.cat([p[0].weight.detach() for p in parts]))
-        same(whole_opt.state[whole.bias]["momentum_buffer"],
-             torch.cat([p[1].state[p[0].bias]["momentum_buffer"] for p in parts]))
+        same(
+            whole_opt.state[whole.bias]["momentum_buffer"],
+            torch.cat([p[1].state[p[0].bias]["momentum_buffer"] for p in parts]),
+        )
 
         # Another split: rows 2..4, across both saved parts.
         local = torch.nn.Linear(5, 3)
         local_opt = torch.optim.SGD(local.parameters(), lr=0.1, momentum=0.9)
-        TrainState(model=local, optimizer=local_opt,
-                   shards={"weight": ((8, 5), (2, 0)), "bias": ((8,), (2,))}).resume(path)
+        TrainState(
+            model=local,
+            optimizer=local_opt,
+            shards={"weight": ((8, 5), (2, 0)), "bias": ((8,), (2,))},
+        ).resume(path)
         same(local.weight.detach(), whole.weight.detach()[2:5])
-        same(local_opt.state[local.weight]["momentum_buffer"],
-             whole_opt.state[whole.weight]["momentum_buffer"][2:5])
+        same(
+            local_opt.state[local.weight]["momentum_buffer"],
+            whole_opt.state[whole.weight]["momentum_buffer"][2:5],
+        )
 
         with self.assertRaises(StateError) as e:
             TrainState(model=local, shards={"weight": ((8, 5), (6, 0))}, strict=False).resume(path)
-        self.assertIn("model/weight: this rank's shard at [6, 0] of shape [3, 5] is outside", str(e.exception))
+        self.assertIn(
+            "model/weight: this rank's shard at [6, 0] of shape [3, 5] is outside", str(e.exception)
+        )
 
 
 class AugmentedData(torch.utils.data.Dataset if torch is not None else object):
@@ -376,7 +422,12 @@ class AugmentedData(torch.utils.data.Dataset if torch is not None else object):
     def __getitem__(self, i):
         self.loaded.append(i)
         x = torch.full((6,), float(i)) / self.n
-        x = x + 0.1 * torch.randn(6) + float(np.random.uniform(-0.1, 0.1)) + random.uniform(-0.1, 0.1)
+        x = (
+            x
+            + 0.1 * torch.randn(6)
+            + float(np.random.uniform(-0.1, 0.1))
+            + random.uniform(-0.1, 0.1)
+        )
         return x, torch.tensor(i % 3)
 
 
@@ -388,7 +439,14 @@ class MidEpochResumeTest(unittest.TestCase):
     def setUp(self):
         self.tmp = tempfile.TemporaryDirectory()
         self.dir = os.path.join(self.tmp.name, "ckpt")
-        for name in ("RANK", "WORLD_SIZE", "DL_CKPT_DIR", "DL_CKPT_RUN_ID", "DL_RESUME_FROM", "DL_CLIENT_FILE"):
+        for name in (
+            "RANK",
+            "WORLD_SIZE",
+            "DL_CKPT_DIR",
+            "DL_CKPT_RUN_ID",
+            "DL_RESUME_FROM",
+            "DL_CLIENT_FILE",
+        ):
             os.environ.pop(name, None)
 
     def tearDown(self):
@@ -398,13 +456,16 @@ class MidEpochResumeTest(unittest.TestCase):
         torch.manual_seed(5)
         np.random.seed(5)
         random.seed(5)
-        model = torch.nn.Sequential(torch.nn.Linear(6, 8), torch.nn.Dropout(0.3), torch.nn.Linear(8, 3))
+        model = torch.nn.Sequential(
+            torch.nn.Linear(6, 8), torch.nn.Dropout(0.3), torch.nn.Linear(8, 3)
+        )
         opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
         sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=20)
         data = AugmentedData()
         loader = torch.utils.data.DataLoader(data, batch_size=4, shuffle=True, num_workers=workers)
-        state = TrainState(model=model, optimizer=opt, scheduler=sched, loader=loader,
-                           ckpt_dir=self.dir, seen=0)
+        state = TrainState(
+            model=model, optimizer=opt, scheduler=sched, loader=loader, ckpt_dir=self.dir, seen=0
+        )
         return state, model, opt, sched, data
 
     def train(self, workers, stop_at=None, resume=None):
