@@ -20,6 +20,8 @@ try:
 except ImportError:  # pragma: no cover - the module needs torch; the suite reports a skip
     torch = None
 
+import slurm_dl  # noqa: E402
+
 if torch is not None:
     from slurm_dl import ckpt  # noqa: E402
     from slurm_dl.torch import StateError, TrainState  # noqa: E402
@@ -221,6 +223,46 @@ class TorchStateTest(unittest.TestCase):
         )
         with self.assertRaises(StateError):
             TrainState(counter=object())
+
+    def test_end_step_saves_when_dlrun_asks_and_acknowledges_once_durable(self):
+        from test_client import field, make_page
+        from slurm_dl import _channel as ch
+
+        page_path = os.path.join(self.tmp.name, "page")
+        page = make_page(page_path)
+        os.environ["DL_CLIENT_FILE"] = page_path
+        slurm_dl._state.update(pid=None, channel=None)
+        try:
+            # dlrun asked (request 1) and the ranks agreed on step 3.
+            field(page, ch.REQUEST_SEQ).value = 1
+            field(page, ch.TARGET_STEP).value = 3
+            field(page, ch.TARGET_SEQ).value = 1
+            model = torch.nn.Linear(3, 2)
+            opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+            state = TrainState(model=model, optimizer=opt, ckpt_dir=self.dir)
+            saved = []
+            for step in range(6):
+                sgd_step(model, opt, torch.randn(4, 3))
+                if state.end_step(loss=0.5):
+                    saved.append(step)
+                    weight = model.weight.detach().clone()
+                    # Asynchronous: acknowledged at the next end_step(), once durable.
+                    self.assertEqual(field(page, ch.DONE_SEQ).value, 0)
+            self.assertEqual(saved, [3])
+            self.assertEqual(
+                (field(page, ch.DONE_SEQ).value, field(page, ch.DONE_STEP).value), (1, 3)
+            )
+            self.assertEqual(field(page, ch.STEP).value, 5)
+            os.environ["DL_RESUME_FROM"] = ckpt.latest_valid(self.dir)
+            model2 = torch.nn.Linear(3, 2)
+            state2 = TrainState(
+                model=model2, optimizer=torch.optim.SGD(model2.parameters(), lr=0.1)
+            )
+            self.assertEqual(state2.resume().step, 4)
+            same(model2.weight.detach(), weight)
+        finally:
+            os.environ.pop("DL_CLIENT_FILE", None)
+            slurm_dl._state.update(pid=None, channel=None)
 
     def test_a_nan_loss_neither_fails_the_step_nor_the_save(self):
         state = TrainState(model=torch.nn.Linear(2, 2), ckpt_dir=self.dir)
