@@ -243,11 +243,12 @@ class _Writer:
         if isinstance(v, torch.Tensor):
             return self.tensor(v, path, rank0_only)
         if isinstance(v, np.ndarray):
-            t = (
-                torch.from_numpy(np.ascontiguousarray(v))
-                if v.dtype != np.bool_
-                else torch.from_numpy(v.copy())
-            )
+            try:
+                t = torch.from_numpy(np.ascontiguousarray(v))
+            except TypeError:
+                raise StateError(
+                    f"{_path_text(path)}: a numpy array of dtype {v.dtype} has no checkpoint type"
+                ) from None
             node = self.tensor(t, path, rank0_only)
             node["numpy"] = True
             return node
@@ -531,7 +532,7 @@ def _optimizer_state(optimizer, names, saved, key, strict):
                     "groups",
                     (key, "param_groups", g),
                     f"holds parameters saved in groups {sources}; "
-                    "groups may be reordered but not merged or split",
+                    "groups may be reordered but not merged",
                 )
             )
             continue
@@ -819,14 +820,8 @@ class TrainState:
         d["_strict"] = strict
         d["_ckpt_dir"] = ckpt_dir
         d["_async"] = async_save
-        d["_modules"], d["_optimizers"], d["_stateful"], d["_loaders"], d["_samplers"] = (
-            {},
-            {},
-            {},
-            {},
-            {},
-        )
-        d["_values"] = {}
+        for kind in ("_modules", "_optimizers", "_stateful", "_loaders", "_samplers", "_values"):
+            d[kind] = {}
         for key, thing in things.items():
             if key.startswith("_") or "/" in key:
                 raise ValueError(f"TrainState({key}=...): names may not start with _ or contain /")
