@@ -223,6 +223,11 @@ class TorchStateTest(unittest.TestCase):
         )
         with self.assertRaises(StateError):
             TrainState(counter=object())
+        with self.assertRaises(StateError) as e:
+            TrainState(table={"ids": np.arange(3, dtype=np.uint32)})
+        self.assertIn(
+            "table/ids: a numpy array of dtype uint32 has no checkpoint type", str(e.exception)
+        )
 
     def test_end_step_saves_when_dlrun_asks_and_acknowledges_once_durable(self):
         from test_client import field, make_page
