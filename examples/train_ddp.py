@@ -14,9 +14,9 @@ all-reduce depends on DDP's buckets, which are rebuilt after the first step of e
 so results agree to about 1e-12).
 
 Checkpoints are written when dlrun asks (slurm_dl.should_checkpoint(): preemption,
-deadline, --dl-ckpt-every), in the dl-ckpt format (slurm_dl.ckpt): every rank saves its
-rows of each parameter and momentum buffer (rank 0 alone a tensor with fewer rows than
-ranks), and a resumed run reads them whole, from any number of ranks.
+deadline, --dl-ckpt-every) by slurm_dl.torch's TrainState, in the dl-ckpt format: every
+rank saves its rows of each parameter and momentum buffer, and a resumed run reads them
+whole, from any number of ranks.
 """
 
 import argparse
@@ -29,8 +29,7 @@ import torch
 import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel
 
-import slurm_dl
-from slurm_dl import ckpt
+from slurm_dl.torch import TrainState
 
 IN, HIDDEN = 16, 32
 
@@ -42,13 +41,6 @@ def samples(seed, first, count):
         xs[k] = np.random.default_rng([seed, first + k]).uniform(-1, 1, IN)
     ys = np.sin(xs @ np.linspace(-1, 1, IN))[:, None] + 0.5 * xs[:, :1] ** 2
     return torch.from_numpy(xs), torch.from_numpy(ys)
-
-
-def rows(n, rank, world):
-    """This rank's rows of a tensor with n rows (numpy.array_split's split)."""
-    base, extra = divmod(n, world)
-    lo = rank * base + min(rank, extra)
-    return lo, lo + base + (1 if rank < extra else 0)
 
 
 def main():
@@ -75,23 +67,14 @@ def main():
     ).double()
     ddp = DistributedDataParallel(model)
     opt = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=0.9)
-    first, last_loss = 0, None
-    resume = slurm_dl.resume_path()
-    if resume:
-        with ckpt.Checkpoint(resume) as c:
-            with torch.no_grad():
-                for name, p in model.named_parameters():
-                    p.copy_(torch.from_numpy(c.read("model/" + name)))
-            # A momentum buffer exists once the optimizer has taken a step.
-            for name, p in model.named_parameters():
-                opt.state[p]["momentum_buffer"] = torch.from_numpy(c.read("optim/" + name))
-            torch.set_rng_state(torch.from_numpy(np.frombuffer(c.rng("torch", 0), dtype=np.uint8).copy()))
-            first = c.step + 1
-            last_loss = c.meta.get("metrics", {}).get("loss")
-        if rank == 0:
-            print(f"resumed from {resume} (step {first - 1}, written by {c.world_size} ranks)", flush=True)
+    # async_save=False: end_step() returns once the checkpoint is durable (the line below).
+    state = TrainState(model=model, optimizer=opt, last_loss=None, async_save=False,
+                       hyperparameters=vars(args))
+    first = state.resume().step
+    if state.resumed_from and rank == 0:
+        print(f"resumed from {state.resumed_from} (step {first - 1}, written by "
+              f"{state.resumed_world_size} ranks)", flush=True)
 
-    saver = ckpt.Saver() if os.environ.get("DL_CKPT_DIR") else None
     for step in range(first, args.steps):
         xs, ys = samples(args.seed, step * args.batch, args.batch)
         mine = slice(rank, args.batch, world)
@@ -106,36 +89,16 @@ def main():
             dist.all_reduce(total)
         if args.step_ms:
             time.sleep(args.step_ms / 1000)
-        last_loss = total.item()
+        state.last_loss = total.item()
         if rank == 0:
-            print(f"step {step} loss {last_loss:.17g}", flush=True)
-        slurm_dl.report_step(step)
-        if step % 10 == 0:
-            slurm_dl.report_metrics(step, {"loss": last_loss})
-        if saver and slurm_dl.should_checkpoint():
-            started = time.monotonic()
-            parts = {}
-            for name, p in model.named_parameters():
-                for prefix, t in (("model/", p.detach()), ("optim/", opt.state[p]["momentum_buffer"])):
-                    a = t.numpy()
-                    lo, hi = rows(a.shape[0], rank, world)
-                    if hi == lo:
-                        continue  # fewer rows than ranks: the ranks before this one have them
-                    offset = (lo,) + (0,) * (a.ndim - 1)
-                    parts[prefix + name] = ckpt.Part(a[lo:hi], a.shape, offset)
-            saver.save(
-                step,
-                parts,
-                rng={"torch": torch.get_rng_state().numpy().tobytes()},
-                meta={"metrics": {"loss": last_loss}, "hyperparameters": vars(args)},
-            )
-            slurm_dl.checkpoint_done(step)
-            if rank == 0:
-                print(f"checkpoint step {step} written in {time.monotonic() - started:.3f} s", flush=True)
+            print(f"step {step} loss {state.last_loss:.17g}", flush=True)
+        started = time.monotonic()
+        if state.end_step(loss=state.last_loss) and rank == 0:
+            print(f"checkpoint step {step} written in {time.monotonic() - started:.3f} s", flush=True)
 
     if rank == 0:
         flat = np.concatenate([p.detach().numpy().ravel() for _, p in model.named_parameters()])
-        print(f"final step {args.steps - 1} loss {last_loss:.17g}", flush=True)
+        print(f"final step {args.steps - 1} loss {state.last_loss:.17g}", flush=True)
         if args.out:
             tmp = f"{args.out}.tmp{os.getpid()}"
             with open(tmp, "wb") as f:
