@@ -16,3 +16,19 @@ sys.path = [p if p != sys.argv[1] else sys.argv[2] + p for p in sys.path]
 import slurm_dl, slurm_dl.ckpt
 assert slurm_dl.__file__.startswith(sys.argv[2]), slurm_dl.__file__' "$installed" "$dest"
 }
+
+@test "a clone in a private directory (root's home is 0700) works from a copy the daemons and test users reach" {
+  private=$BATS_TEST_TMPDIR/home
+  install -d -m 0700 "$private"
+  git clone -q "$DL_ROOT" "$private/slurm-dl"
+  chmod -R go-rwx "$private/slurm-dl"
+  run env -u DL_BUILD_DIR -u DL_CACHE_DIR "$private/slurm-dl/scripts/test" --help
+  [ "$status" -eq 0 ]
+  [[ "$output" == *"is private"*"working from a copy in /var/tmp/slurm-dl-"* ]]
+  [[ "$output" == *"The whole test suite"* ]]
+  copy=$(sed -n 's/.*working from a copy in \(\/var\/tmp\/slurm-dl-[0-9a-f]*\).*/\1/p' <<<"$output")
+  # What jobs run as an unprivileged user is readable and executable there.
+  runuser -u dltest -- test -r "$copy/src/examples/train_ddp.py"
+  runuser -u dltest -- test -x "$copy/src/scripts/minicluster"
+  rm -rf "$copy"
+}
