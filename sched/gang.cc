@@ -181,12 +181,43 @@ Shape fit_gang(const Gang& gang, const Capacity& c, std::string_view partition) 
                                    : std::string("no gang of that kind can run there")));
 }
 
-std::string describe(const Gang& gang, const Shape& shape, bool preemptible) {
+Tasks one_task_per_gpu(const Gang& gang, const Shape& shape) {
+  Tasks t;
+  const std::uint32_t per_node = std::max<std::uint32_t>(shape.gpus_per_node, 1);
+  if (gang.elastic || shape.nodes_min != shape.nodes_max) {
+    t.per_node = per_node;
+    return t;
+  }
+  t.total = std::min(std::max<std::uint32_t>(gang.gpus, 1), per_node * shape.nodes_min);
+  if (*t.total == per_node * shape.nodes_min) t.per_node = per_node;
+  return t;
+}
+
+std::optional<std::uint32_t> tasks_for_per_node(std::uint32_t per_node, std::uint32_t total,
+                                                std::uint32_t submitted_nodes, const Shape& shape) {
+  if (total != per_node * std::max<std::uint32_t>(submitted_nodes, 1)) return std::nullopt;
+  if (shape.nodes_min != shape.nodes_max) return std::nullopt;
+  return per_node * shape.nodes_min;
+}
+
+std::string explicit_tasks(std::optional<std::uint32_t> total,
+                           std::optional<std::uint32_t> per_node) {
+  const auto plural = [](std::uint32_t n) { return n == 1 ? "task" : "tasks"; };
+  if (total && per_node)
+    return fmt::format("{} {}, {} per node", *total, plural(*total), *per_node);
+  if (total) return fmt::format("{} {}", *total, plural(*total));
+  if (per_node) return fmt::format("{} {} per node", *per_node, plural(*per_node));
+  return "";
+}
+
+std::string describe(const Gang& gang, const Shape& shape, bool preemptible,
+                     const std::string& tasks) {
   std::string gpus = gang.elastic ? fmt::format("{}-{}", gang.elastic->min, gang.elastic->max)
                                   : std::to_string(gang.gpus);
   std::string out = fmt::format("dl: {} GPUs as {}", gpus, shape.layout());
   if (gang.placement == Placement::spread) out += " spread";
   if (shape.one_switch) out += " on one switch";
+  if (!tasks.empty()) out += ", " + tasks;
   if (gang.elastic) out += ", elastic";
   if (preemptible) out += ", preemptible";
   return out;

@@ -85,6 +85,30 @@ Shape fit_gang(const Gang& gang, const Capacity& capacity, std::string_view part
 
 // The summary the job comment starts with, e.g. "dl: 16 GPUs as 2x8, preemptible",
 // "dl: 4 GPUs as 4x1 spread", "dl: 8-32 GPUs as 1-4x8, elastic".
-std::string describe(const Gang& gang, const Shape& shape, bool preemptible);
+// The ranks of a gang: one task per GPU (as torchrun's --nproc-per-node=gpu and
+// Determined's slots do), unless the user laid the tasks out. `total` is unset for a
+// node range (elastic): Slurm multiplies per_node by the nodes it gives; a gang of 3 on
+// 2x2 whole nodes runs 3 ranks (2 + 1), so it has a total and no per_node.
+struct Tasks {
+  std::optional<std::uint32_t> per_node;  // unset when the GPUs do not fill every node
+  std::optional<std::uint32_t> total;
+};
+Tasks one_task_per_gpu(const Gang& gang, const Shape& shape);
+
+// The user's --ntasks-per-node on the gang's shape: sbatch derived its task count from
+// the nodes asked at submission (`submitted_nodes`), before the shape changed them;
+// a count the user gave (-n) differs from that and stands. nullopt: keep the job's.
+std::optional<std::uint32_t> tasks_for_per_node(std::uint32_t per_node, std::uint32_t total,
+                                                std::uint32_t submitted_nodes, const Shape& shape);
+
+// A layout the user asked for (-n, --ntasks-per-node), as the comment shows it:
+// "1 task per node", "3 tasks", "4 tasks, 2 per node"; "" when they asked for none.
+std::string explicit_tasks(std::optional<std::uint32_t> total,
+                           std::optional<std::uint32_t> per_node);
+
+// "dl: 16 GPUs as 2x8, preemptible"; an explicit task layout follows the shape
+// ("dl: 4 GPUs as 2x2, 1 task per node").
+std::string describe(const Gang& gang, const Shape& shape, bool preemptible,
+                     const std::string& tasks = "");
 
 }  // namespace dl

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <csignal>
+#include <cstring>
 
 #include "config.h"
 #include "core/error.h"
@@ -77,6 +78,44 @@ void apply_shape(job_desc_msg_t* job, const Shape& shape) {
   }
 }
 
+// The job's task count, and the copy sbatch put into the batch script's environment
+// (SLURM_NTASKS, SLURM_NPROCS) when it derived one at submission: the script's srun
+// reads that, not the job record.
+void set_task_count(job_desc_msg_t* job, std::uint32_t n) {
+  job->num_tasks = n;
+  for (std::uint32_t i = 0; job->environment && i < job->env_size; ++i) {
+    for (const char* name : {"SLURM_NTASKS=", "SLURM_NPROCS="}) {
+      if (job->environment[i] && std::strncmp(job->environment[i], name, std::strlen(name)) == 0) {
+        xfree(job->environment[i]);
+        job->environment[i] = xstrdup(fmt::format("{}{}", name, n).c_str());
+      }
+    }
+  }
+}
+
+// One task per GPU unless the user laid the tasks out (-n, --ntasks-per-node); then
+// their layout stands and the comment shows it. Returns that explicit layout, or "".
+std::string apply_tasks(job_desc_msg_t* job, const Gang& gang, const Shape& shape,
+                        std::uint32_t submitted_nodes) {
+  std::optional<std::uint32_t> total =
+      job->num_tasks != NO_VAL && job->num_tasks > 0 ? std::optional(job->num_tasks) : std::nullopt;
+  const std::optional<std::uint32_t> per_node =
+      job->ntasks_per_node != NO_VAL16 && job->ntasks_per_node > 0
+          ? std::optional<std::uint32_t>(job->ntasks_per_node)
+          : std::nullopt;
+  if (per_node && total) {
+    if (const auto n = tasks_for_per_node(*per_node, *total, submitted_nodes, shape)) {
+      set_task_count(job, *n);
+      total.reset();
+    }
+  }
+  if (total || per_node) return explicit_tasks(total, per_node);
+  const Tasks tasks = one_task_per_gpu(gang, shape);
+  if (tasks.per_node) job->ntasks_per_node = static_cast<std::uint16_t>(*tasks.per_node);
+  if (tasks.total) set_task_count(job, *tasks.total);
+  return "";
+}
+
 // --dl-preemptible: Slurm may requeue the job; its steps hear about the end
 // warn_time before it (SIGUSR2, not to the batch shell) so the launcher checkpoints;
 // and backfill may start it in any hole of at least time_min.
@@ -121,7 +160,7 @@ int submit(job_desc_msg_t* job, char** err_msg) {
       if (nodes) gang->nodes = nodes;
       const Shape shape = fit(*gang, parts);
       apply_shape(job, shape);
-      summary = describe(*gang, shape, spec->preemptible);
+      summary = describe(*gang, shape, spec->preemptible, apply_tasks(job, *gang, shape, nodes));
     } else if (spec->preemptible) {
       summary += ", preemptible";
     }

@@ -105,6 +105,30 @@ forever='echo "run ${SLURM_RESTART_COUNT:-0}"; srun sh -c "trap \"\" TERM USR2; 
   [ "$(echo "$output" | awk '{print $2}' | sort -u)" = "0,1" ]
 }
 
+@test "sbatch --dl-gpus=N runs one rank per GPU under dlrun, LOCAL_RANK matching; an explicit layout stands" {
+  # Each job prints "node RANK LOCAL_RANK WORLD_SIZE CUDA_VISIBLE_DEVICES" per rank.
+  ranks='srun --mpi=pmix '"$DL_BUILD_DIR"'/launcher/dlrun --no-prefix sh -c "echo \$SLURMD_NODENAME \$RANK \$LOCAL_RANK \$WORLD_SIZE \$CUDA_VISIBLE_DEVICES" | sort -k2n'
+  four=$(submit --dl-gpus=4 -o four.txt --wrap "$ranks")
+  three=$(submit --dl-gpus=3 -o three.txt --wrap "$ranks")
+  per_node=$(submit --dl-gpus=4 --ntasks-per-node=1 -o per_node.txt --wrap "$ranks")
+  two=$(submit --dl-gpus=4 -n2 -o two.txt --wrap "$ranks")
+  for job in "$four" "$three" "$per_node" "$two"; do wait_state "$job" COMPLETED 120; done
+  # dlrun's own lines (on stderr, in the same file) aside.
+  for f in four three per_node two; do grep -v 'dlrun:' $f.txt >$f.rows || true; done
+  # 4 GPUs on 2-GPU nodes: 4 ranks, 2 per node, local ranks 0 and 1 seeing both GPUs.
+  [ "$(awk '{print $2, $3, $4, $5}' four.rows | tr '\n' ';')" = "0 0 4 0,1;1 1 4 0,1;2 0 4 0,1;3 1 4 0,1;" ]
+  [ "$(awk '{print $1}' four.rows | sort -u | wc -l)" -eq 2 ]
+  [ "$(comment_of "$four" | sed 's/ | .*//')" = "dl: 4 GPUs as 2x2" ]
+  # 3 GPUs: 3 ranks (2 + 1), never one per GPU the job does not use.
+  [ "$(awk '{print $2, $3, $4}' three.rows | tr '\n' ';')" = "0 0 3;1 1 3;2 0 3;" ]
+  # The user's own layouts stand, on the shape's nodes, and the comment says so.
+  [ "$(awk '{print $2, $3, $4}' per_node.rows | tr '\n' ';')" = "0 0 2;1 0 2;" ]
+  [ "$(awk '{print $1}' per_node.rows | sort -u | wc -l)" -eq 2 ]
+  [ "$(comment_of "$per_node" | sed 's/ | .*//')" = "dl: 4 GPUs as 2x2, 1 task per node" ]
+  [ "$(awk '{print $2, $4}' two.rows | tr '\n' ';')" = "0 2;1 2;" ]
+  [ "$(comment_of "$two" | sed 's/ | .*//')" = "dl: 4 GPUs as 2x2, 2 tasks" ]
+}
+
 @test "a shape that can never run is rejected at submit time with the largest that could" {
   run sbatch --dl-gpus=10 --wrap true
   [ "$status" -ne 0 ]

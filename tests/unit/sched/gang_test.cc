@@ -177,6 +177,34 @@ TEST(Gang, DescribeIsTheCommentSummary) {
             "dl: 8-32 GPUs as 1-4x8, elastic, preemptible");
 }
 
+TEST(Gang, OneTaskPerGpuUnlessTheUserLaidThemOut) {
+  const auto c = nodes(4, 2);  // 4 nodes x 2 GPUs, as the mini-cluster
+  const Gang four{4, Placement::pack, std::nullopt, std::nullopt};
+  const auto t4 = one_task_per_gpu(four, shape_gang(four, c));
+  EXPECT_EQ(t4.per_node, 2u);
+  EXPECT_EQ(t4.total, 4u);
+  const Gang three{3, Placement::pack, std::nullopt, std::nullopt};
+  const auto t3 = one_task_per_gpu(three, shape_gang(three, c));
+  EXPECT_EQ(t3.total, 3u) << "a GPU the gang does not use gets no rank";
+  EXPECT_FALSE(t3.per_node) << "2 + 1: no per-node count fits both nodes";
+  const Gang el{8, Placement::pack, Elastic{4, 8}, std::nullopt};
+  const auto te = one_task_per_gpu(el, fit_gang(el, c, "gpu"));
+  EXPECT_EQ(te.per_node, 2u);
+  EXPECT_FALSE(te.total) << "the node count is Slurm's choice";
+
+  EXPECT_EQ(explicit_tasks(std::nullopt, 1u), "1 task per node");
+  EXPECT_EQ(explicit_tasks(2u, std::nullopt), "2 tasks");
+  EXPECT_EQ(explicit_tasks(4u, 2u), "4 tasks, 2 per node");
+  EXPECT_EQ(explicit_tasks(std::nullopt, std::nullopt), "");
+  EXPECT_EQ(describe(four, shape_gang(four, c), false, "1 task per node"),
+            "dl: 4 GPUs as 2x2, 1 task per node");
+
+  // sbatch --ntasks-per-node=1 derived 1 task from the 1 node asked: on 2 nodes, 2.
+  EXPECT_EQ(tasks_for_per_node(1, 1, 1, shape_gang(four, c)), 2u);
+  EXPECT_FALSE(tasks_for_per_node(1, 3, 1, shape_gang(four, c))) << "-n3 given: it stands";
+  EXPECT_FALSE(tasks_for_per_node(2, 2, 1, fit_gang(el, c, "gpu"))) << "a node range";
+}
+
 TEST(Gang, OfSpecNeedsGpus) {
   Spec s;
   EXPECT_FALSE(Gang::of(s));
