@@ -48,9 +48,9 @@ std::vector<part_record_t*> partitions_of(const job_desc_msg_t* job) {
   return parts;
 }
 
-// The site's settings for the SPANK plugin: the arguments of the spank_dl.so line in
-// PlugStackConfig or a file it includes. Defaults when there is none.
-SiteConfig read_site_config() {
+// The arguments of the spank_dl.so line in PlugStackConfig or a file it includes;
+// nullopt when there is none. `where` is set to the file that has it.
+std::optional<std::vector<std::string>> plugstack_dl_args(std::string& where) {
   std::vector<std::string> files;
   if (slurm_conf.plugstack && *slurm_conf.plugstack) files.emplace_back(slurm_conf.plugstack);
   // A bound against include loops.
@@ -62,11 +62,10 @@ SiteConfig read_site_config() {
       error("dl: job_submit: %s", e.what());
     }
     if (!text) continue;
-    const PlugstackScan scan = scan_plugstack(*text, "spank_dl.so");
+    PlugstackScan scan = scan_plugstack(*text, "spank_dl.so");
     if (scan.dl_args) {
-      info("dl: job_submit: the site's limits are the spank_dl.so arguments in %s",
-           files[i].c_str());
-      return parse_site_config(*scan.dl_args);
+      where = files[i];
+      return std::move(scan.dl_args);
     }
     for (const auto& pattern : scan.includes) {
       glob_t g{};
@@ -76,27 +75,41 @@ SiteConfig read_site_config() {
       globfree(&g);
     }
   }
-  info("dl: job_submit: no spank_dl.so line in PlugStackConfig: the default limits apply");
-  return SiteConfig{};
+  return std::nullopt;
 }
 
-// Read again when slurm.conf is (scontrol reconfigure).
+// The site's settings for the SPANK plugin, read for every DL submission as sbatch
+// reads them for every command: a small file, and never stale (slurm.conf's
+// last_update has a resolution of one second, too coarse to cache on).
 SiteConfig site_config() {
   static std::mutex lock;
-  static SiteConfig site;
-  static std::time_t parsed_at = -1;
-  const std::lock_guard<std::mutex> hold(lock);
-  if (parsed_at != slurm_conf.last_update) {
-    try {
-      site = read_site_config();
-    } catch (const InputError& e) {
-      // The SPANK plugin refuses to load with these: no DL job can be submitted anyway.
-      error("dl: job_submit: the spank_dl.so arguments: %s (the default limits apply)", e.what());
-      site = SiteConfig{};
-    }
-    parsed_at = slurm_conf.last_update;
+  static std::optional<std::string> logged;  // what the log last said
+  std::string where;
+  const auto args = plugstack_dl_args(where);
+  std::string summary = "none";
+  if (args) {
+    summary = where + ":";
+    for (const auto& a : *args) summary += " " + a;
   }
-  return site;
+  {
+    const std::lock_guard<std::mutex> hold(lock);
+    if (logged != summary) {
+      logged = summary;
+      if (args) {
+        info("dl: job_submit: the site's limits are the spank_dl.so arguments in %s",
+             summary.c_str());
+      } else {
+        info("dl: job_submit: no spank_dl.so line in PlugStackConfig: the default limits apply");
+      }
+    }
+  }
+  if (!args) return SiteConfig{};
+  try {
+    return parse_site_config(*args);
+  } catch (const InputError& e) {
+    // The SPANK plugin refuses to load with these: no DL job can be submitted anyway.
+    throw InputError(fmt::format("the site's spank_dl.so arguments in {}: {}", where, e.what()));
+  }
 }
 
 std::string home_of(std::uint32_t uid) {

@@ -14,7 +14,11 @@ teardown() {
   cancel_all
   if [ -f "$BATS_TEST_TMPDIR/slurm.conf.saved" ]; then
     cp "$BATS_TEST_TMPDIR/slurm.conf.saved" "$SLURM_CONF"
-    scontrol reconfigure
+    if [ -f "$BATS_TEST_TMPDIR/restart-ctld" ]; then
+      "$DL_ROOT/scripts/minicluster" restart-ctld # PreemptType needs a restart
+    else
+      scontrol reconfigure
+    fi
   fi
   if [ -f "$BATS_TEST_TMPDIR/plugstack.conf.saved" ]; then
     cp "$BATS_TEST_TMPDIR/plugstack.conf.saved" "$(dirname "$SLURM_CONF")/plugstack.conf"
@@ -177,20 +181,34 @@ forever='echo "run ${SLURM_RESTART_COUNT:-0}"; srun sh -c "trap \"\" TERM USR2; 
 # plain job and a DL job without --dl-preemptible (an experiment label only) are
 # requeued exactly as preempt/partition_prio requeues plain jobs; --dl-preemptible only
 # adds the checkpoint and the least-lost-work order.
+# Preempts a job of kind $1 (plain, dl: --dl-experiment only) in low by a plain job in
+# high, both on whole nodes; the low job is requeued (PreemptMode=REQUEUE).
+preempted_by_high() {
+  local opts=""
+  [ "$1" = dl ] && opts="--dl-experiment=x"
+  low=$(submit -N4 --exclusive $opts -o /dev/null --wrap "$forever")
+  wait_state "$low" RUNNING 30
+  high=$(submit -p high -N1 --exclusive -o /dev/null --wrap 'sleep 1')
+  wait_state "$high" 'RUNNING|COMPLETED' 90
+  [ "$(job_field "$low" Restarts)" -ge 1 ]
+  [ "$(job_state "$low")" != CANCELLED ]
+  cancel_all
+  wait_queue_empty
+}
+
 @test "a plain job and a DL job without --dl-preemptible in low are both preempted by a job in high" {
   scontrol update PartitionName=low GraceTime=3
-  for kind in plain dl; do
-    opts=""
-    [ $kind = dl ] && opts="--dl-experiment=x"
-    low=$(submit -N4 --exclusive $opts -o /dev/null --wrap "$forever")
-    wait_state "$low" RUNNING 30
-    high=$(submit -p high -N1 --exclusive -o /dev/null --wrap 'sleep 1')
-    wait_state "$high" 'RUNNING|COMPLETED' 90
-    [ "$(job_field "$low" Restarts)" -ge 1 ]
-    [ "$(job_state "$low")" != CANCELLED ]
-    cancel_all
-    wait_queue_empty
-  done
+  grep -q '^PreemptType=preempt/dl' "$SLURM_CONF"
+  preempted_by_high plain
+  preempted_by_high dl
+  # The same plain jobs under preempt/partition_prio, which select/cons_tres treats
+  # specially by its name: the site that moves to preempt/dl sees the same.
+  cp "$SLURM_CONF" "$BATS_TEST_TMPDIR/slurm.conf.saved"
+  touch "$BATS_TEST_TMPDIR/restart-ctld"
+  sed -i 's|^PreemptType=.*|PreemptType=preempt/partition_prio|' "$SLURM_CONF"
+  "$DL_ROOT/scripts/minicluster" restart-ctld
+  scontrol update PartitionName=low GraceTime=3
+  preempted_by_high plain
 }
 
 @test "within a tier, a new job preempts a preemptible DL job that has had far more GPU service" {
