@@ -7,6 +7,7 @@
 
 #include "core/error.h"
 #include "core/log.h"
+#include "launcher/control.h"
 #include "launcher/pmix_session.h"
 #include "launcher/ports.h"
 
@@ -92,6 +93,8 @@ Bootstrap bootstrap(const std::string& node, const std::string& ckpt_dir, CheckL
     Rendezvous& r = b.rendezvous;
     try {
       r.master_addr = choose_master_addr();
+      r.secret = new_step_secret();
+      // Only on the address the other ranks are told to connect to, not every address.
       b.control = net::listen_on_any_port(r.master_addr);
       r.control_port = b.control->port;
       r.node = node;

@@ -1,8 +1,11 @@
 #include "launcher/control.h"
 
 #include <fmt/format.h>
+#include <sys/random.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <vector>
 
 #include "core/error.h"
@@ -19,7 +22,7 @@ struct Verb {
 };
 
 constexpr Verb kVerbs[] = {
-    {MsgKind::hello, "HELLO", 1, true},    {MsgKind::want, "WANT", 1, true},
+    {MsgKind::hello, "HELLO", 2, true},    {MsgKind::want, "WANT", 1, true},
     {MsgKind::step, "STEP", 3, false},     {MsgKind::done, "DONE", 2, false},
     {MsgKind::exit, "EXIT", 1, true},      {MsgKind::prepare, "PREPARE", 1, false},
     {MsgKind::target, "TARGET", 3, false}, {MsgKind::stop_after, "STOPAFTER", 1, false},
@@ -44,7 +47,7 @@ std::string format_message(const Message& m) {
   const Verb& v = verb_of(m.kind);
   std::string out = v.name;
   switch (m.kind) {
-    case MsgKind::hello: out += fmt::format(" {}", m.rank); break;
+    case MsgKind::hello: out += fmt::format(" {} {}", m.rank, m.key); break;
     case MsgKind::want: out += fmt::format(" {}", m.flag ? 1 : 0); break;
     case MsgKind::step: out += fmt::format(" {} {} {}", m.seq, m.flag ? 1 : 0, m.step); break;
     case MsgKind::done: out += fmt::format(" {} {}", m.seq, m.step); break;
@@ -98,7 +101,14 @@ Message parse_message(std::string_view line) {
   Message m;
   m.kind = verb->kind;
   switch (m.kind) {
-    case MsgKind::hello: m.rank = static_cast<std::uint32_t>(number(1, UINT32_MAX)); break;
+    case MsgKind::hello:
+      m.rank = static_cast<std::uint32_t>(number(1, UINT32_MAX));
+      if (words[2].empty() || words[2].size() > 2 * kSecretBytes ||
+          words[2].find_first_not_of("0123456789abcdef") != std::string_view::npos) {
+        throw fail("field 2 is not a key");
+      }
+      m.key = std::string(words[2]);
+      break;
     case MsgKind::want: m.flag = flag(1); break;
     case MsgKind::step:
       m.seq = number(1, UINT64_MAX);
@@ -125,6 +135,58 @@ Message parse_message(std::string_view line) {
     m.text = skip < line.size() ? std::string(line.substr(skip)) : std::string();
   }
   return m;
+}
+
+std::string new_step_secret() {
+  unsigned char bytes[kSecretBytes];
+  std::size_t got = 0;
+  while (got < sizeof bytes) {
+    const ssize_t n = getrandom(bytes + got, sizeof bytes - got, 0);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      throw SystemError(
+          fmt::format("couldn't draw the step's secret: getrandom: {}", std::strerror(errno)));
+    }
+    got += static_cast<std::size_t>(n);
+  }
+  static constexpr char digits[] = "0123456789abcdef";
+  std::string hex;
+  for (const unsigned char b : bytes) {
+    hex += digits[b >> 4];
+    hex += digits[b & 15];
+  }
+  return hex;
+}
+
+bool same_secret(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  volatile unsigned char diff = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    diff = static_cast<unsigned char>(
+        diff | (static_cast<unsigned char>(a[i]) ^ static_cast<unsigned char>(b[i])));
+  }
+  return diff == 0;
+}
+
+HelloCheck check_hello(std::string_view line, std::string_view secret, std::uint32_t world_size) {
+  HelloCheck c;
+  Message m;
+  try {
+    m = parse_message(line);
+  } catch (const SystemError&) {
+    c.why = "not a control message";
+    return c;
+  }
+  if (m.kind != MsgKind::hello) {
+    c.why = "did not start with HELLO";
+  } else if (secret.empty() || !same_secret(m.key, secret)) {
+    c.why = "wrong key";
+  } else if (m.rank == 0 || m.rank >= world_size) {
+    c.why = fmt::format("no rank {} in a step of {}", m.rank, world_size);
+  } else {
+    c.hello = std::move(m);
+  }
+  return c;
 }
 
 void LineBuffer::append(std::string_view data) {

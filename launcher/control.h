@@ -4,11 +4,16 @@
 // capture or `strace` when something hangs.
 //
 //   to rank 0                                from rank 0
-//   HELLO <rank>                             PREPARE <seq>
+//   HELLO <rank> <key> <node>                PREPARE <seq>
 //   WANT <stop 0|1> <why>                    TARGET <seq> <step> <stop 0|1>
 //   STEP <seq> <frozen 0|1> <step>           STOPAFTER <seq>
 //   DONE <seq> <step>                        END <exit code> <why>
 //   EXIT <exit code> <how>
+//
+// Rank 0's control port is reachable by anyone on the network, so a connection counts
+// as a rank only once its first line is a HELLO carrying the step's secret (<key>): 32
+// random bytes rank 0 draws for each step and hands to the other ranks through the PMIx
+// fence, which only the step's own tasks can read. Anything else is closed unheard.
 #pragma once
 
 #include <cstdint>
@@ -28,12 +33,31 @@ struct Message {
   bool flag = false;       // WANT: stop; STEP: frozen; TARGET: stop
   int code = 0;            // EXIT, END: exit code
   std::string text;        // HELLO: the rank's node; WANT, EXIT, END: why / how
+  std::string key;         // HELLO: the step's secret, lower-case hex
 };
 
 // One line, with its '\n'. Text fields must not contain a newline (replaced by ' ').
 std::string format_message(const Message& m);
 // Throws dl::SystemError naming the line when it is not a valid message.
 Message parse_message(std::string_view line);
+
+// A new step secret: kSecretBytes from getrandom(2), as lower-case hex. Throws
+// dl::SystemError when the kernel has no randomness to give.
+inline constexpr std::size_t kSecretBytes = 32;
+std::string new_step_secret();
+
+// Compares two secrets in time that depends only on their lengths, so that a stranger
+// cannot guess the secret byte by byte from how fast it is refused.
+bool same_secret(std::string_view a, std::string_view b);
+
+// The verdict on the first line of a connection to rank 0's control port: the HELLO of
+// a rank other than 0 below `world_size`, carrying `secret`; otherwise `why` says what
+// is wrong (for rank 0's log; the stranger is told nothing).
+struct HelloCheck {
+  std::optional<Message> hello;
+  std::string why;
+};
+HelloCheck check_hello(std::string_view line, std::string_view secret, std::uint32_t world_size);
 
 // Collects bytes from a stream socket and returns complete lines (without '\n').
 class LineBuffer {
@@ -42,6 +66,8 @@ class LineBuffer {
   static constexpr std::size_t kMaxLine = 4096;
   void append(std::string_view data);
   std::optional<std::string> next_line();
+  // Bytes received but not yet returned as a line.
+  std::size_t pending() const { return data_.size(); }
 
  private:
   std::string data_;

@@ -31,10 +31,10 @@ std::int64_t whole_number(const nlohmann::json& j, const char* key, std::int64_t
 
 std::string encode_rendezvous(const Rendezvous& r) {
   if (!r.error.empty()) return nlohmann::json{{"error", r.error}}.dump();
-  const nlohmann::json j = {{"addr", r.master_addr},       {"port", r.master_port},
-                            {"ctrl", r.control_port},      {"node", r.node},
-                            {"nccl", r.nccl_id_hex},       {"resume", r.resume_from},
-                            {"resume_step", r.resume_step}};
+  const nlohmann::json j = {{"addr", r.master_addr},        {"port", r.master_port},
+                            {"ctrl", r.control_port},       {"node", r.node},
+                            {"nccl", r.nccl_id_hex},        {"resume", r.resume_from},
+                            {"resume_step", r.resume_step}, {"key", r.secret}};
   return j.dump();
 }
 
@@ -53,9 +53,11 @@ Rendezvous decode_rendezvous(std::string_view text) {
     r.nccl_id_hex = j.at("nccl").get<std::string>();
     r.resume_from = j.at("resume").get<std::string>();
     r.resume_step = whole_number(j, "resume_step", -1, INT64_MAX);
+    r.secret = j.at("key").get<std::string>();
     if (r.master_addr.empty() || r.master_port == 0 || r.control_port == 0) {
       throw SystemError("address or port missing");
     }
+    if (r.secret.empty()) throw SystemError("key missing");
     return r;
   } catch (const nlohmann::json::exception& e) {
     throw SystemError(fmt::format("malformed rendezvous from rank 0 ({}): {}", e.what(), text));

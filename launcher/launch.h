@@ -29,6 +29,9 @@ struct Rendezvous {
   std::string nccl_id_hex;         // empty when libnccl.so.2 is not available
   std::string resume_from;         // empty when there is no checkpoint to resume from
   std::int64_t resume_step = -1;   // the step of resume_from
+  // The step's secret (hex) that authenticates a rank to rank 0's control port. Only in
+  // the PMIx fence: never in the program's environment, argv or a file.
+  std::string secret;
   // Set instead of the rest when rank 0 could not choose: the other ranks report it
   // rather than wait in the fence for a rank that has given up.
   std::string error;

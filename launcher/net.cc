@@ -125,7 +125,7 @@ bool tcp_port_free(std::uint16_t port) {
 Listener listen_on_any_port(const std::string& address) {
   const AddrInfoPtr ai = numeric_address(address, 0, SOCK_STREAM);
   Listener l;
-  l.fd.reset(socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  l.fd.reset(socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
   if (!l.fd) fail("create a TCP socket");
   if (bind(l.fd.get(), ai->ai_addr, ai->ai_addrlen) != 0) fail(fmt::format("bind to {}", address));
   if (listen(l.fd.get(), 1024) != 0) fail(fmt::format("listen on {}", address));
@@ -187,14 +187,26 @@ UniqueFd connect_tcp(const std::string& address, std::uint16_t port,
   return fd;
 }
 
-UniqueFd accept_connection(int listener) {
-  UniqueFd fd;
-  do {
-    fd.reset(accept4(listener, nullptr, nullptr, SOCK_CLOEXEC));
-  } while (!fd && errno == EINTR);
-  if (!fd) fail("accept a connection from a rank");
-  enable_keepalive(fd.get());
-  return fd;
+std::optional<Accepted> accept_connection(int listener) {
+  sockaddr_storage ss{};
+  socklen_t len = sizeof ss;
+  Accepted a;
+  for (;;) {
+    len = sizeof ss;
+    a.fd.reset(accept4(listener, reinterpret_cast<sockaddr*>(&ss), &len, SOCK_CLOEXEC));
+    if (a.fd) break;
+    if (errno == EINTR || errno == ECONNABORTED || errno == EPROTO) continue;
+    if (errno == EAGAIN || errno == EWOULDBLOCK) return std::nullopt;
+    fail("accept a connection on the control port");
+  }
+  enable_keepalive(a.fd.get());
+  char port[NI_MAXSERV];
+  char host[NI_MAXHOST];
+  a.peer = getnameinfo(reinterpret_cast<sockaddr*>(&ss), len, host, sizeof host, port, sizeof port,
+                       NI_NUMERICHOST | NI_NUMERICSERV) == 0
+               ? fmt::format("{}:{}", host, port)
+               : "an unknown address";
+  return a;
 }
 
 void send_all(int fd, std::string_view data) {

@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -31,7 +32,8 @@ struct Listener {
 };
 
 // A listening TCP socket on `address` with a port the kernel chose: nothing else can
-// hold it, so it needs no reservation.
+// hold it, so it needs no reservation. Non-blocking: accept_connection never waits for
+// a connection that went away between poll and accept.
 Listener listen_on_any_port(const std::string& address);
 
 // The first address of a host name (or the address itself), in numeric form.
@@ -42,8 +44,14 @@ std::string resolve(const std::string& host);
 UniqueFd connect_tcp(const std::string& address, std::uint16_t port,
                      std::chrono::milliseconds timeout);
 
-// Accepts one connection from a listening socket, with keepalive.
-UniqueFd accept_connection(int listener);
+struct Accepted {
+  UniqueFd fd;
+  std::string peer;  // the numeric address and port it came from
+};
+
+// Accepts one connection from a listening socket, with keepalive; std::nullopt when
+// none is waiting any more (the peer gave up). Throws dl::SystemError on other errors.
+std::optional<Accepted> accept_connection(int listener);
 
 void enable_keepalive(int fd);
 

@@ -42,6 +42,13 @@ constexpr auto kConnectTimeout = 60s;
 // After END, rank 0 waits this long beyond kill_wait for the other ranks to hang up, so
 // that its last message is not lost when it exits.
 constexpr auto kHangupWait = 5s;
+// A rank sends its HELLO as soon as it connects; a connection that has not within this
+// time is not a rank, or one that cannot work anyway.
+constexpr auto kStrangerTimeout = 10s;
+// At most this many connections wait for their HELLO at once (the oldest is closed).
+constexpr std::size_t kMaxStrangers = 64;
+// A HELLO is well below this; a first line that is longer is not one.
+constexpr std::size_t kMaxHello = 512;
 
 // Reads what is available; returns false at end of file. EAGAIN counts as "nothing now".
 bool read_some(int fd, std::string& out) {
@@ -76,8 +83,10 @@ void write_all(int fd, std::string_view data) {
 struct Connection {
   UniqueFd fd;
   LineBuffer in;
-  std::int64_t rank = -1;  // -1 until HELLO
-  std::string node;        // the rank's node, from its HELLO
+  std::int64_t rank = -1;       // -1 until an authenticated HELLO
+  std::string node;             // the rank's node, from its HELLO
+  std::string peer;             // the address it connected from
+  Steady::time_point hello_by;  // closed unless it has said HELLO by then
 };
 
 // What one rank does in a checkpoint round.
@@ -183,15 +192,23 @@ int Supervisor::run() {
 void Supervisor::accept_all_ranks() {
   // Every rank is connected before any program starts, so that no message of rank 0
   // (a checkpoint round, the end of the run) can miss a rank. They connect right after
-  // the fence: this takes about a millisecond.
+  // the fence: this takes about a millisecond. Anyone else may connect too (a port
+  // scan, another user): such a connection is closed, unheard, when its first line is
+  // not a HELLO with the step's secret, when it does not send one within
+  // kStrangerTimeout, or when all ranks are in, and the job carries on.
   said_hello_.assign(boot_.layout.world_size, false);
   said_hello_[0] = true;
   const auto deadline = Steady::now() + kConnectTimeout;
   const auto all = [&] {
     return std::all_of(said_hello_.begin(), said_hello_.end(), [](bool b) { return b; });
   };
+  const auto drop_stranger = [&](Connection& c, const std::string& why) {
+    log(LogLevel::warning, "closed a connection to the control port from {}: {}", c.peer, why);
+    c.fd.reset();
+  };
   while (!all()) {
-    const auto left = deadline - Steady::now();
+    const auto now = Steady::now();
+    const auto left = deadline - now;
     if (left <= Steady::duration::zero()) {
       std::string missing;
       for (std::uint32_t r = 0; r < said_hello_.size(); ++r) {
@@ -201,37 +218,76 @@ void Supervisor::accept_all_ranks() {
           fmt::format("rank(s) {} did not connect to rank 0 within {}s", missing,
                       std::chrono::duration_cast<std::chrono::seconds>(kConnectTimeout).count()));
     }
+    auto wake = deadline;
+    for (auto& c : peers_) {
+      if (!c->fd || c->rank >= 0) continue;
+      if (now >= c->hello_by) {
+        drop_stranger(*c, "no HELLO in time");
+      } else {
+        wake = std::min(wake, c->hello_by);
+      }
+    }
+    peers_.erase(std::remove_if(peers_.begin(), peers_.end(), [](const auto& c) { return !c->fd; }),
+                 peers_.end());
     std::vector<pollfd> fds{{boot_.control->fd.get(), POLLIN, 0}};
     for (const auto& c : peers_) fds.push_back({c->fd.get(), POLLIN, 0});
-    const int n = poll(
-        fds.data(), fds.size(),
-        static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(left).count()) + 1);
+    const int n =
+        poll(fds.data(), fds.size(),
+             static_cast<int>(
+                 std::chrono::duration_cast<std::chrono::milliseconds>(wake - now).count()) +
+                 1);
     if (n < 0 && errno != EINTR) throw SystemError(fmt::format("poll: {}", std::strerror(errno)));
     if (n <= 0) continue;
     for (std::size_t i = 1; i < fds.size(); ++i) {
       if (fds[i].revents == 0) continue;
       Connection& c = *peers_[i - 1];
       std::string data;
-      if (!read_some(c.fd.get(), data))
-        throw SystemError("a rank hung up before saying which it is");
-      c.in.append(data);
-      // Only the HELLO here: a rank may already have sent more (its program may even
-      // have exited), which waits in the buffer for the coordinator.
-      if (c.rank >= 0) continue;
-      if (const auto line = c.in.next_line()) {
-        const Message m = parse_message(*line);
-        if (m.kind != MsgKind::hello || m.rank == 0 || m.rank >= boot_.layout.world_size ||
-            said_hello_[m.rank]) {
-          throw SystemError(fmt::format("expected HELLO from a new rank, got '{}'", *line));
-        }
-        said_hello_[m.rank] = true;
-        c.rank = m.rank;
-        c.node = m.text;
+      const bool open = read_some(c.fd.get(), data);
+      if (c.rank >= 0) {
+        // A rank's: only its HELLO is read here; a rank may already have sent more (its
+        // program may even have exited), which waits in the buffer for the coordinator.
+        if (!open)
+          throw SystemError(fmt::format("rank {} hung up before its program started", c.rank));
+        c.in.append(data);
+        continue;
       }
+      if (!open) {
+        drop_stranger(c, "hung up before saying which rank it is");
+        continue;
+      }
+      try {
+        c.in.append(data);
+      } catch (const SystemError& e) {
+        drop_stranger(c, e.what());
+        continue;
+      }
+      const auto line = c.in.next_line();
+      if (!line) {
+        if (c.in.pending() > kMaxHello) drop_stranger(c, "a first line too long for a HELLO");
+        continue;
+      }
+      HelloCheck check = check_hello(*line, boot_.rendezvous.secret, boot_.layout.world_size);
+      if (!check.hello) {
+        drop_stranger(c, check.why);
+        continue;
+      }
+      // Only the step's ranks know the secret: a second HELLO for a rank is a bug.
+      if (said_hello_[check.hello->rank]) {
+        throw SystemError(fmt::format("rank {} connected twice", check.hello->rank));
+      }
+      said_hello_[check.hello->rank] = true;
+      c.rank = check.hello->rank;
+      c.node = check.hello->text;
     }
     if (fds[0].revents != 0) on_accept();
   }
+  // The ranks are in: nobody else is let in, or heard.
   boot_.control.reset();
+  for (auto& c : peers_) {
+    if (c->fd && c->rank < 0) drop_stranger(*c, "not a rank of this step");
+  }
+  peers_.erase(std::remove_if(peers_.begin(), peers_.end(), [](const auto& c) { return !c->fd; }),
+               peers_.end());
 }
 
 void Supervisor::connect_to_rank0() {
@@ -243,6 +299,7 @@ void Supervisor::connect_to_rank0() {
   Message hello;
   hello.kind = MsgKind::hello;
   hello.rank = rank_;
+  hello.key = r.secret;
   hello.text = job_.node;
   net::send_all(up_->fd.get(), format_message(hello));
 }
@@ -471,8 +528,32 @@ void Supervisor::show_status_without_rank0(JobPhase phase, const std::string& de
 }
 
 void Supervisor::on_accept() {
+  // A connection that is gone by now (a port scan's) is no reason to stop the job.
+  std::optional<net::Accepted> a;
+  try {
+    a = net::accept_connection(boot_.control->fd.get());
+  } catch (const SystemError& e) {
+    log(LogLevel::verbose, "{}", e.what());
+    return;
+  }
+  if (!a) return;
+  // Strangers cannot crowd the ranks out: beyond the limit, the oldest one goes.
+  const auto strangers = std::count_if(peers_.begin(), peers_.end(),
+                                       [](const auto& c) { return c->fd && c->rank < 0; });
+  if (strangers >= static_cast<std::ptrdiff_t>(kMaxStrangers)) {
+    for (auto& c : peers_) {
+      if (c->fd && c->rank < 0) {
+        log(LogLevel::warning, "closed a connection to the control port from {}: too many waiting",
+            c->peer);
+        c->fd.reset();
+        break;
+      }
+    }
+  }
   auto c = std::make_unique<Connection>();
-  c->fd = net::accept_connection(boot_.control->fd.get());
+  c->fd = std::move(a->fd);
+  c->peer = std::move(a->peer);
+  c->hello_by = Steady::now() + kStrangerTimeout;
   peers_.push_back(std::move(c));
 }
 

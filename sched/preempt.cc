@@ -65,6 +65,14 @@ bool outranks(double preemptor_points, double victim_points, const PriorityParam
   return preemptor_points >= victim_points + p.margin();
 }
 
+bool may_preempt(const PreemptPair& pair, const PriorityParams& p) {
+  if (pair.victim_mode_off) return false;
+  if (pair.victim_tier < pair.preemptor_tier) return true;
+  if (pair.victim_tier > pair.preemptor_tier) return false;
+  return pair.victim_dl_preemptible && pair.dl_priority &&
+         outranks(pair.preemptor_points, pair.victim_points, p);
+}
+
 seconds warn_time(seconds grace) {
   const seconds warn = grace + seconds(30);
   if (warn > seconds(65535)) {

@@ -52,6 +52,24 @@ class VictimTrial {
 std::vector<VictimCandidate> choose_victims(std::vector<VictimCandidate> candidates,
                                             VictimTrial& trial);
 
+// What preempt/dl knows of a running job (victim) and a pending one (preemptor).
+struct PreemptPair {
+  std::uint32_t victim_tier = 0;     // PriorityTier of the victim's partition
+  std::uint32_t preemptor_tier = 0;  // and of the preemptor's
+  bool victim_mode_off = false;      // the victim's partition has PreemptMode=OFF
+  bool victim_dl_preemptible = false;
+  bool dl_priority = false;  // site_factor/dl computes the points below
+  double victim_points = 0;
+  double preemptor_points = 0;
+};
+
+// Whether the preemptor may preempt the victim. Every job, DL or not and with or
+// without --dl-preemptible, is a victim of a job in a partition of a higher
+// PriorityTier, exactly as with preempt/partition_prio: slurm-dl never makes a job
+// harder to preempt. --dl-preemptible only adds: within the same tier, a victim of a
+// job whose DL priority outranks it by the margin (and checkpoint-and-requeue).
+bool may_preempt(const PreemptPair& pair, const PriorityParams& p);
+
 // Whether a pending job with `preemptor_points` may preempt a running preemptible job
 // with `victim_points` of the same tier: it must outrank it by PriorityParams::margin().
 bool outranks(double preemptor_points, double victim_points, const PriorityParams& p);

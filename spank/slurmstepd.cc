@@ -66,9 +66,11 @@ int slurmstepd_post_opt(spank_t sp) {
 }
 
 int slurmstepd_task_init(spank_t sp) {
+  // A job that asked for nothing of slurm-dl stays an ordinary Slurm job: no DL_*
+  // variable, no directory.
+  if (!step().spec) return 0;
   // Tasks and dlrun use this to know the plugin is active on this node.
   set_task_env(sp, "DL_SPANK_VERSION", PACKAGE_VERSION);
-  if (!step().spec) return 0;
   const Spec& spec = *step().spec;
   try {
     ensure_private_dir(spec.ckpt_dir, step().ckpt_roots);

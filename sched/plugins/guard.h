@@ -12,6 +12,19 @@ namespace dl::sched {
 // Routes dl::log() to slurmctld's log (error/info/verbose/debug). Idempotent.
 void install_log_sink();
 
+// slurmctld's locks, held for a scope: released on every way out of it, an exception
+// included (a leaked lock stops the whole controller).
+class SlurmctldLock {
+ public:
+  explicit SlurmctldLock(slurmctld_lock_t levels) : levels_(levels) { lock_slurmctld(levels_); }
+  ~SlurmctldLock() { unlock_slurmctld(levels_); }
+  SlurmctldLock(const SlurmctldLock&) = delete;
+  SlurmctldLock& operator=(const SlurmctldLock&) = delete;
+
+ private:
+  slurmctld_lock_t levels_;
+};
+
 template <typename Result, typename Body>
 Result guarded(const char* hook, Result on_error, Body&& body) noexcept {
   try {

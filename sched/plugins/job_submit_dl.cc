@@ -1,10 +1,18 @@
 // job_submit/dl: turns a DL request (the spec the SPANK plugin put into the job's
 // SPANK environment) into the native shape at submit time, with the settings a
 // preemptible job needs, and rejects what can never run. See dl-sched(8).
+//
+// It trusts nothing the SPANK plugin checked: a client built on libslurm can set the
+// job's SPANK environment directly. The spec is parsed again with the SPANK plugin's
+// own parser and the site's limits (the spank_dl.so arguments in PlugStackConfig), and
+// the work one submission can cause is bounded (sched/submission.h).
 #include <fmt/format.h>
+#include <glob.h>
+#include <pwd.h>
 
 #include <csignal>
 #include <cstring>
+#include <mutex>
 
 #include "config.h"
 #include "core/error.h"
@@ -13,6 +21,8 @@
 #include "sched/plugins/controller.h"
 #include "sched/plugins/guard.h"
 #include "sched/preempt.h"
+#include "sched/state_file.h"
+#include "sched/submission.h"
 #include "sched/tres.h"
 
 namespace dl::sched {
@@ -25,22 +35,107 @@ void set_string(char*& field, const std::string& value) {
   if (!value.empty()) field = xstrdup(value.c_str());
 }
 
-// The partitions the job may run in: the ones it names, or the default one.
+// The partitions the job may run in: the ones it names (each once), or the default one.
 std::vector<part_record_t*> partitions_of(const job_desc_msg_t* job) {
   std::vector<part_record_t*> parts;
   if (!job->partition) {
     if (default_part_loc) parts.push_back(default_part_loc);
     return parts;
   }
-  const std::string list(job->partition);
-  std::size_t start = 0;
-  while (start <= list.size()) {
-    const auto comma = std::min(list.find(',', start), list.size());
-    std::string name = list.substr(start, comma - start);
+  for (auto& name : partition_names(job->partition)) {
     if (auto* part = find_part_record(name.data())) parts.push_back(part);
-    start = comma + 1;
   }
   return parts;
+}
+
+// The arguments of the spank_dl.so line in PlugStackConfig or a file it includes;
+// nullopt when there is none. `where` is set to the file that has it.
+std::optional<std::vector<std::string>> plugstack_dl_args(std::string& where) {
+  std::vector<std::string> files;
+  if (slurm_conf.plugstack && *slurm_conf.plugstack) files.emplace_back(slurm_conf.plugstack);
+  // A bound against include loops.
+  for (std::size_t i = 0; i < files.size() && i < 256; ++i) {
+    std::optional<std::string> text;
+    try {
+      text = read_file(files[i]);
+    } catch (const std::exception& e) {
+      error("dl: job_submit: %s", e.what());
+    }
+    if (!text) continue;
+    PlugstackScan scan = scan_plugstack(*text, "spank_dl.so");
+    if (scan.dl_args) {
+      where = files[i];
+      return std::move(scan.dl_args);
+    }
+    for (const auto& pattern : scan.includes) {
+      glob_t g{};
+      if (glob(pattern.c_str(), 0, nullptr, &g) == 0) {
+        for (std::size_t k = 0; k < g.gl_pathc; ++k) files.emplace_back(g.gl_pathv[k]);
+      }
+      globfree(&g);
+    }
+  }
+  return std::nullopt;
+}
+
+// The site's settings for the SPANK plugin, read for every DL submission as sbatch
+// reads them for every command: a small file, and never stale (slurm.conf's
+// last_update has a resolution of one second, too coarse to cache on).
+SiteConfig site_config() {
+  static std::mutex lock;
+  static std::optional<std::string> logged;  // what the log last said
+  std::string where;
+  const auto args = plugstack_dl_args(where);
+  std::string summary = "none";
+  if (args) {
+    summary = where + ":";
+    for (const auto& a : *args) summary += " " + a;
+  }
+  {
+    const std::lock_guard<std::mutex> hold(lock);
+    if (logged != summary) {
+      logged = summary;
+      if (args) {
+        info("dl: job_submit: the site's limits are the spank_dl.so arguments in %s",
+             summary.c_str());
+      } else {
+        info("dl: job_submit: no spank_dl.so line in PlugStackConfig: the default limits apply");
+      }
+    }
+  }
+  if (!args) return SiteConfig{};
+  try {
+    return parse_site_config(*args);
+  } catch (const InputError& e) {
+    // The SPANK plugin refuses to load with these: no DL job can be submitted anyway.
+    throw InputError(fmt::format("the site's spank_dl.so arguments in {}: {}", where, e.what()));
+  }
+}
+
+std::string home_of(std::uint32_t uid) {
+  std::vector<char> buf(16384);
+  struct passwd pw;
+  struct passwd* result = nullptr;
+  if (getpwuid_r(uid, &pw, buf.data(), buf.size(), &result) != 0 || !result) {
+    throw InputError(fmt::format("couldn't look up uid {} in the user database", uid));
+  }
+  return pw.pw_dir ? pw.pw_dir : "";
+}
+
+// The job's DL spec, checked as the SPANK plugin checks it. nullopt: not a DL job.
+std::optional<Spec> checked_spec(const job_desc_msg_t* job) {
+  bool any = false;
+  std::size_t longest = 0;
+  for (std::uint32_t i = 0; job->spank_job_env && i < job->spank_job_env_size; ++i) {
+    const char* kv = job->spank_job_env[i];
+    if (!kv) continue;
+    any = any || std::strncmp(kv, "DL_", 3) == 0;
+    longest = std::max(longest, std::strlen(kv));
+  }
+  if (!any) return std::nullopt;
+  check_spank_env_size(job->spank_job_env_size, longest);
+  return make_spec({}, env_of(job->spank_job_env, job->spank_job_env_size), site_config(),
+                   home_of(job->user_id));
 }
 
 // The shape in the first of the job's partitions where it can run; the error for
@@ -138,7 +233,7 @@ int submit(job_desc_msg_t* job, char** err_msg) {
     return code;
   };
   try {
-    const auto spec = spec_from_env(env_of(job->spank_job_env, job->spank_job_env_size));
+    const auto spec = checked_spec(job);
     if (!spec) return SLURM_SUCCESS;
     const auto parts = partitions_of(job);
     // Without a partition Slurm rejects the job with its own message.

@@ -1,14 +1,17 @@
 // preempt/dl: Slurm's partition-priority preemption (PreemptMode=REQUEUE, GraceTime),
-// with the DL policy's victims:
-//   - a DL job that is not --dl-preemptible is never a victim;
-//   - a job in a partition with a lower PriorityTier is a victim, as with
-//     preempt/partition_prio;
+// with the DL policy's victims (sched/preempt.h, may_preempt):
+//   - every job in a partition with a lower PriorityTier is a victim, DL or not, as
+//     with preempt/partition_prio: slurm-dl never makes a job harder to preempt;
 //   - within the same tier, a --dl-preemptible job is a victim of a job whose DL
 //     priority (site_factor/dl) outranks it by the margin (sched/preempt.h);
 //   - victims are ordered by the work they lose, least first (core victim_order):
 //     Slurm's select plugin removes candidates in that order until the preemptor fits.
 // The name must not contain "partition" or "qos": select/cons_tres keys its own
-// partition and QOS preemption logic on those words in PreemptType.
+// partition and QOS preemption logic on those words in PreemptType. Its partition logic
+// (job_test.c, preempt_by_part) only takes the cores of higher-tier and PreemptMode=OFF
+// partitions out of what a job may use before it tests the preemption candidates; the
+// candidates preempt_p_preemptable returns already exclude those jobs, so the same
+// non-DL jobs are preempted as with preempt/partition_prio (sched.bats tests both).
 #include <cstring>
 
 #include "config.h"
@@ -18,8 +21,6 @@
 
 namespace dl::sched {
 namespace {
-
-bool is_dl(const job_record_t* job) { return spec_value(job, "DL_SPEC_VERSION").has_value(); }
 
 bool dl_preemptible(const job_record_t* job) {
   return spec_value(job, "DL_PREEMPTIBLE").value_or("0") == "1";
@@ -38,13 +39,16 @@ double points(const job_record_t* job) {
 bool preemptable(const job_record_t* victim, const job_record_t* preemptor) {
   const part_record_t* vp = victim->part_ptr;
   const part_record_t* pp = preemptor->part_ptr;
-  if (!vp || !pp || vp->preempt_mode == PREEMPT_MODE_OFF) return false;
-  if (is_dl(victim) && !dl_preemptible(victim)) return false;
-  if (vp->priority_tier < pp->priority_tier) return true;
-  if (vp->priority_tier > pp->priority_tier || !dl_preemptible(victim) || !site_factor_is_dl()) {
-    return false;
-  }
-  return outranks(points(preemptor), points(victim), site_params());
+  if (!vp || !pp) return false;
+  PreemptPair pair;
+  pair.victim_tier = vp->priority_tier;
+  pair.preemptor_tier = pp->priority_tier;
+  pair.victim_mode_off = vp->preempt_mode == PREEMPT_MODE_OFF;
+  pair.victim_dl_preemptible = dl_preemptible(victim);
+  pair.dl_priority = site_factor_is_dl();
+  pair.victim_points = points(victim);
+  pair.preemptor_points = points(preemptor);
+  return may_preempt(pair, site_params());
 }
 
 // Work the job loses if stopped now: its GPUs (at least one, so CPU jobs count by

@@ -15,8 +15,8 @@
 #include "sched/ledger.h"
 #include "sched/plugins/controller.h"
 #include "sched/plugins/guard.h"
-#include "sched/plugins/state_file.h"
 #include "sched/priority.h"
+#include "sched/state_file.h"
 
 namespace dl::sched {
 namespace {
@@ -37,9 +37,11 @@ struct Plugin {
   std::thread sampler;
 };
 
+// Never destroyed: slurmctld may exit without calling fini, and destroying a joinable
+// std::thread calls std::terminate. fini stops and joins the sampler.
 Plugin& plugin() {
-  static Plugin p;
-  return p;
+  static Plugin* p = new Plugin;
+  return *p;
 }
 
 void observe(ServiceLedger& ledger, const job_record_t* job, std::time_t now) {
@@ -63,26 +65,24 @@ void score(Plugin& p, job_record_t* job, std::time_t now) {
 
 void load_state(Plugin& p) {
   p.state_path = std::string(slurm_conf.state_save_location) + "/site_factor_dl.state";
-  for (const auto& path : {p.state_path, p.state_path + ".old"}) {
-    try {
-      const auto text = read_file(path);
-      if (!text) continue;
-      p.ledger = ServiceLedger::parse(*text);
-      p.saved = *text;
-      info("dl: site_factor: service of %zu jobs restored from %s", p.ledger.size(), path.c_str());
-      return;
-    } catch (const std::exception& e) {
-      error("dl: site_factor: couldn't restore %s: %s", path.c_str(), e.what());
-    }
-  }
+  const auto loaded = load_newest_good(
+      p.state_path, [](const std::string& text) { ServiceLedger::parse(text); },
+      [](const std::string& path, const std::string& why) {
+        error("dl: site_factor: couldn't restore %s: %s", path.c_str(), why.c_str());
+      });
+  if (!loaded) return;
+  p.ledger = ServiceLedger::parse(loaded->text);
+  p.saved = loaded->text;
+  info("dl: site_factor: service of %zu jobs restored from %s", p.ledger.size(),
+       loaded->path.c_str());
 }
 
 // One sample: every job into the ledger, purged jobs out of it, every pending job's
 // priority recomputed (which calls site_factor_p_set), running jobs' factors
 // refreshed for preempt/dl. Returns the ledger's text when it changed.
 std::optional<std::string> sample(Plugin& p) {
-  slurmctld_lock_t lock = {NO_LOCK, WRITE_LOCK, READ_LOCK, READ_LOCK, NO_LOCK};
-  lock_slurmctld(lock);
+  // Released however this returns: a lock leaked by an exception would stop slurmctld.
+  const SlurmctldLock lock({NO_LOCK, WRITE_LOCK, READ_LOCK, READ_LOCK, NO_LOCK});
   const std::time_t now = std::time(nullptr);
   std::vector<job_record_t*> pending;
   std::optional<std::string> changed;
@@ -103,7 +103,6 @@ std::optional<std::string> sample(Plugin& p) {
     if (text != p.saved) changed = std::move(text);
   }
   for (auto* job : pending) set_job_prio(job);
-  unlock_slurmctld(lock);
   return changed;
 }
 
@@ -127,8 +126,20 @@ void run_sampler(Plugin& p) {
       }
     } catch (const std::exception& e) {
       error("dl: site_factor: sampling: %s", e.what());
+    } catch (...) {
+      // Anything leaving a thread's function ends slurmctld (std::terminate).
+      error("dl: site_factor: sampling: unknown error");
     }
   }
+}
+
+void stop_sampler(Plugin& p) {
+  {
+    const std::lock_guard<std::mutex> hold(p.stop_mutex);
+    p.stopping = true;
+  }
+  p.stop_cv.notify_all();
+  if (p.sampler.joinable()) p.sampler.join();
 }
 
 int start() {
@@ -140,21 +151,14 @@ int start() {
     fatal("dl: PrioritySiteFactorParameters: %s", e.what());
   }
   load_state(p);
+  if (p.sampler.joinable()) stop_sampler(p);  // init twice without fini
   p.stopping = false;
   p.sampler = std::thread(run_sampler, std::ref(p));
   verbose("dl: %s %s loaded", plugin_type, PACKAGE_VERSION);
   return SLURM_SUCCESS;
 }
 
-void stop() {
-  Plugin& p = plugin();
-  {
-    const std::lock_guard<std::mutex> hold(p.stop_mutex);
-    p.stopping = true;
-  }
-  p.stop_cv.notify_all();
-  if (p.sampler.joinable()) p.sampler.join();
-}
+void stop() { stop_sampler(plugin()); }
 
 }  // namespace
 }  // namespace dl::sched

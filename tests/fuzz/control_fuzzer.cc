@@ -1,5 +1,6 @@
 // libFuzzer target for what dlrun reads from other processes: control messages from
-// other ranks (through LineBuffer), rank 0's rendezvous, the restart history file and
+// other ranks and from strangers on rank 0's control port (through LineBuffer and the
+// HELLO check), rank 0's rendezvous, the restart history file and
 // SLURM_STEP_RESV_PORTS. Every input must be accepted or rejected with the documented
 // exception (any other exception aborts), and an accepted message or history must
 // survive format -> parse unchanged.
@@ -22,6 +23,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     for (std::size_t i = 0; i < text.size(); i += 1 + i % 7)
       buffer.append(text.substr(i, 1 + i % 7));
     while (const auto line = buffer.next_line()) {
+      // Only the secret's holder gets in: the fuzzer does not know it.
+      if (dl::check_hello(*line, "5ec2e7", 8).hello && line->find("5ec2e7") == std::string::npos) {
+        std::abort();
+      }
       try {
         const dl::Message m = dl::parse_message(*line);
         const std::string again = dl::format_message(m);

@@ -34,9 +34,9 @@ teardown() { cancel_all; }
   [ "$output" = "0" ]
 }
 
-@test "the SPANK plugin is loaded in every task" {
+@test "the SPANK plugin is loaded in every task of a DL job" {
   grep -q 'spank_dl.so' "$(dirname "$SLURM_CONF")/plugstack.conf"
-  run run_srun -N4 sh -c 'echo "${DL_SPANK_VERSION:-missing}"'
+  run run_srun -N4 --dl-experiment=foundation sh -c 'echo "${DL_SPANK_VERSION:-missing}"'
   [ "$status" -eq 0 ]
   [ "$(echo "$output" | sort -u)" = "$(sed -n 's/^#define PACKAGE_VERSION "\(.*\)"/\1/p' "$DL_BUILD_DIR/config.h")" ]
 }

@@ -14,6 +14,14 @@ teardown() {
   cancel_all
   if [ -f "$BATS_TEST_TMPDIR/slurm.conf.saved" ]; then
     cp "$BATS_TEST_TMPDIR/slurm.conf.saved" "$SLURM_CONF"
+    if [ -f "$BATS_TEST_TMPDIR/restart-ctld" ]; then
+      "$DL_ROOT/scripts/minicluster" restart-ctld # PreemptType needs a restart
+    else
+      scontrol reconfigure
+    fi
+  fi
+  if [ -f "$BATS_TEST_TMPDIR/plugstack.conf.saved" ]; then
+    cp "$BATS_TEST_TMPDIR/plugstack.conf.saved" "$(dirname "$SLURM_CONF")/plugstack.conf"
     scontrol reconfigure
   fi
   scontrol update PartitionName=low GraceTime=60
@@ -178,7 +186,7 @@ forever='echo "run ${SLURM_RESTART_COUNT:-0}"; srun sh -c "trap \"\" TERM USR2; 
   grep -q '^run 1$' low.txt
 }
 
-@test "the victim is the preemptible job that loses the least work; other DL jobs are never victims" {
+@test "the victim is the preemptible job that loses the least work" {
   scontrol update PartitionName=low GraceTime=3
   older=$(submit --dl-gpus=4 --dl-preemptible -o /dev/null --wrap "$forever")
   wait_state "$older" RUNNING 30
@@ -191,16 +199,40 @@ forever='echo "run ${SLURM_RESTART_COUNT:-0}"; srun sh -c "trap \"\" TERM USR2; 
   [ "$(job_field "$newer" Restarts)" -ge 1 ]
   [ "$(job_field "$older" Restarts)" -eq 0 ]
   [ "$(job_state "$older")" = RUNNING ]
+}
+
+# Issue 12, item 9: slurm-dl never makes a job harder to preempt. Between partitions a
+# plain job and a DL job without --dl-preemptible (an experiment label only) are
+# requeued exactly as preempt/partition_prio requeues plain jobs; --dl-preemptible only
+# adds the checkpoint and the least-lost-work order.
+# Preempts a job of kind $1 (plain, dl: --dl-experiment only) in low by a plain job in
+# high, both on whole nodes; the low job is requeued (PreemptMode=REQUEUE).
+preempted_by_high() {
+  local opts=""
+  [ "$1" = dl ] && opts="--dl-experiment=x"
+  low=$(submit -N4 --exclusive $opts -o /dev/null --wrap "$forever")
+  wait_state "$low" RUNNING 30
+  high=$(submit -p high -N1 --exclusive -o /dev/null --wrap 'sleep 1')
+  wait_state "$high" 'RUNNING|COMPLETED' 90
+  [ "$(job_field "$low" Restarts)" -ge 1 ]
+  [ "$(job_state "$low")" != CANCELLED ]
   cancel_all
   wait_queue_empty
-  # A DL job without --dl-preemptible keeps its GPUs even in the preemptible partition.
-  kept=$(submit --dl-gpus=8 -o /dev/null --wrap "$forever")
-  wait_state "$kept" RUNNING 30
-  high=$(submit -p high --dl-gpus=4 -o /dev/null --wrap true)
-  sleep 15
-  [ "$(job_state "$high")" = PENDING ]
-  [ "$(job_state "$kept")" = RUNNING ]
-  [ "$(job_field "$kept" Restarts)" -eq 0 ]
+}
+
+@test "a plain job and a DL job without --dl-preemptible in low are both preempted by a job in high" {
+  scontrol update PartitionName=low GraceTime=3
+  grep -q '^PreemptType=preempt/dl' "$SLURM_CONF"
+  preempted_by_high plain
+  preempted_by_high dl
+  # The same plain jobs under preempt/partition_prio, which select/cons_tres treats
+  # specially by its name: the site that moves to preempt/dl sees the same.
+  cp "$SLURM_CONF" "$BATS_TEST_TMPDIR/slurm.conf.saved"
+  touch "$BATS_TEST_TMPDIR/restart-ctld"
+  sed -i 's|^PreemptType=.*|PreemptType=preempt/partition_prio|' "$SLURM_CONF"
+  "$DL_ROOT/scripts/minicluster" restart-ctld
+  scontrol update PartitionName=low GraceTime=3
+  preempted_by_high plain
 }
 
 @test "within a tier, a new job preempts a preemptible DL job that has had far more GPU service" {
@@ -239,4 +271,36 @@ forever='echo "run ${SLURM_RESTART_COUNT:-0}"; srun sh -c "trap \"\" TERM USR2; 
   [ "$used_site" -gt 90000 ]
   [ "$used_site" -lt "$fresh_site" ]
   [ "$(job_field "$used" Priority)" -lt "$(job_field "$fresh" Priority)" ]
+}
+
+# Issue 12, item 8: the controller does not trust the job's SPANK environment. A client
+# on libslurm sets DL_* itself, skipping the SPANK plugin's checks.
+@test "a submission that skips the SPANK plugin is held to the site's limits by job_submit/dl" {
+  plugstack=$(dirname "$SLURM_CONF")/plugstack.conf
+  cp "$plugstack" "$BATS_TEST_TMPDIR/plugstack.conf.saved"
+  sed -i '/spank_dl.so/ s/$/ max_gpus=4/' "$plugstack"
+  scontrol reconfigure
+  raw=$DL_BUILD_DIR/tests/integration/submit_raw
+  log=$(dirname "$SLURM_CONF")/log/slurmctld.log
+  # Within the site's limit: accepted and shaped as usual.
+  run "$raw" DL_SPEC_VERSION=1 DL_GPUS=4
+  [ "$status" -eq 0 ]
+  ok=$output
+  [ "$(comment_of "$ok")" != "" ]
+  # Beyond it: rejected, naming the variable and the limit; nothing queued.
+  run "$raw" DL_SPEC_VERSION=1 DL_GPUS=6
+  [ "$status" -eq 1 ]
+  grep -q "dl: job_submit: rejected a job of uid $(id -u): DL_GPUS.*4" "$log"
+  run "$raw" DL_SPEC_VERSION=1 DL_GPUS=2 DL_GRACE=-5
+  [ "$status" -eq 1 ]
+  grep -q "rejected a job of uid $(id -u): DL_GRACE" "$log"
+  # Work one submission can cause: a partition list repeated ten thousand times, and
+  # a SPANK environment of thousands of entries, are refused at once.
+  run timeout 30 "$raw" -p "$(printf 'low,%.0s' $(seq 10000))" DL_SPEC_VERSION=1 DL_GPUS=2
+  [ "$status" -eq 1 ]
+  grep -q "rejected a job of uid $(id -u): --partition: a list of 40000 characters" "$log"
+  run timeout 30 "$raw" DL_SPEC_VERSION=1 DL_GPUS=2 $(seq -f 'X%g=1' 2000)
+  [ "$status" -eq 1 ]
+  grep -q "SPANK environment has 2002 entries" "$log"
+  [ "$(squeue -h -o %i | grep -vc "^$ok$")" -eq 0 ]
 }

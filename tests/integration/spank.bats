@@ -91,10 +91,24 @@ EOS
   tmux send-keys -t dlpty 'exit' Enter
 }
 
-@test "a job without --dl-* options gets no DL spec" {
-  run run_srun -N1 sh -c 'echo "${DL_SPEC_VERSION:-none} ${DL_GPUS:-none} ${DL_CKPT_DIR:-none}"'
+# Issue 12, item 9b: a job that asks nothing of slurm-dl stays an ordinary Slurm job.
+@test "a job without --dl-* options stays ordinary: no DL_* variable, no comment, no directory" {
+  root=$(sed -n 's/.*default_ckpt_root=\([^ ]*\).*/\1/p' "$(dirname "$SLURM_CONF")/plugstack.conf")
+  [ -d "$root" ]
+  before=$(find "$root" | sort)
+  # Without the test harness's own DL_* variables (DL_ROOT, ...): no DL_* input at all.
+  plain() { env -i PATH="$PATH" SLURM_CONF="$SLURM_CONF" "$@"; }
+  run plain timeout 120 srun -N2 sh -c 'env | grep "^DL_" || echo none'
   [ "$status" -eq 0 ]
-  [ "$output" = "none none none" ]
+  [ "$output" = "none
+none" ]
+  job=$(plain sbatch --parsable -N1 -o out.txt \
+    --wrap 'env | grep "^DL_" || echo none; srun sh -c "env | grep ^DL_ || echo none"')
+  wait_state "$job" COMPLETED 60
+  [ "$(cat out.txt)" = "none
+none" ]
+  [ -z "$(job_comment "$job")" ]
+  [ "$(find "$root" | sort)" = "$before" ]
 }
 
 # Every invalid value of every option: sbatch, srun and salloc fail with exactly one

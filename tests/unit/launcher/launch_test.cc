@@ -48,6 +48,7 @@ TaskContext sample_task() {
   t.rendezvous.nccl_id_hex = "ab01";
   t.rendezvous.resume_from = "/ckpt/step-000001200";
   t.rendezvous.resume_step = 1200;
+  t.rendezvous.secret = std::string(64, 'c');
   t.restart_count = 2;
   t.ckpt_dir = "/ckpt";
   t.client_file = "/dev/shm/dlrun-1";
@@ -104,7 +105,13 @@ TEST(Rendezvous, RoundTripsAndRejectsGarbage) {
   EXPECT_EQ(back.nccl_id_hex, r.nccl_id_hex);
   EXPECT_EQ(back.resume_from, r.resume_from);
   EXPECT_EQ(back.resume_step, 1200);
+  EXPECT_EQ(back.secret, r.secret);
   EXPECT_THROW(decode_rendezvous("{"), SystemError);
+  // Without the step's secret no rank could authenticate to rank 0.
+  EXPECT_THROW(
+      decode_rendezvous(R"({"addr":"a","node":"n1","port":1,"ctrl":2,"nccl":"","resume":"",)"
+                        R"("resume_step":-1,"key":""})"),
+      SystemError);
   EXPECT_THROW(
       decode_rendezvous(R"({"addr":"","node":"n1","port":1,"ctrl":2,"nccl":"","resume":"",)"
                         R"("resume_step":-1})"),
@@ -322,10 +329,12 @@ TEST(RankLog, WholeLinesOnly) {
 TEST(Control, EveryMessageRoundTrips) {
   const auto make = [](MsgKind kind, std::uint32_t rank, std::uint64_t seq, std::int64_t step,
                        bool flag, int code, std::string text) {
-    return Message{kind, rank, seq, step, flag, code, std::move(text)};
+    return Message{kind, rank, seq, step, flag, code, std::move(text), ""};
   };
+  Message hello = make(MsgKind::hello, 7, 0, -1, false, 0, "n3");
+  hello.key = "0123456789abcdef";
   const std::vector<Message> messages = {
-      make(MsgKind::hello, 7, 0, -1, false, 0, "n3"),
+      hello,
       make(MsgKind::want, 0, 0, -1, true, 0, "SIGTERM"),
       make(MsgKind::step, 0, 3, 1200, true, 0, ""),
       make(MsgKind::step, 0, 3, -1, false, 0, ""),
@@ -347,15 +356,68 @@ TEST(Control, EveryMessageRoundTrips) {
 }
 
 TEST(Control, MalformedMessagesAreErrors) {
-  for (const char* bad : {"", "HELLO", "HELLO x", "HELLO x n1", "STEP 1 2 3", "TARGET 1 -2 0",
-                          "NOPE 1", "END 300 x", "DONE 1"}) {
+  for (const char* bad : {"", "HELLO", "HELLO x", "HELLO x n1", "HELLO 1", "HELLO 1 XYZ n1",
+                          "STEP 1 2 3", "TARGET 1 -2 0", "NOPE 1", "END 300 x", "DONE 1"}) {
     EXPECT_THROW(parse_message(bad), SystemError) << bad;
   }
+}
+
+TEST(ControlHandshake, OnlyAHelloWithTheStepSecretIsARank) {
+  const std::string secret = new_step_secret();
+  const auto hello = [](std::uint32_t rank, const std::string& key) {
+    Message m;
+    m.kind = MsgKind::hello;
+    m.rank = rank;
+    m.key = key;
+    m.text = "n2";
+    const std::string line = format_message(m);
+    return line.substr(0, line.size() - 1);
+  };
+  const HelloCheck good = check_hello(hello(1, secret), secret, 4);
+  ASSERT_TRUE(good.hello);
+  EXPECT_EQ(good.hello->rank, 1u);
+  EXPECT_EQ(good.hello->text, "n2");
+
+  std::string other = secret;
+  other.back() = other.back() == '0' ? '1' : '0';
+  const std::vector<std::pair<std::string, std::string>> refused = {
+      {hello(1, other), "wrong key"},
+      {hello(1, secret.substr(0, 63)), "wrong key"},
+      {hello(1, secret + "00"), "not a control message"},  // longer than any key
+      {hello(0, secret), "no rank 0 in a step of 4"},
+      {hello(4, secret), "no rank 4 in a step of 4"},
+      {"HELLO 1", "not a control message"},  // the old, unauthenticated HELLO
+      {"WANT 1 evil", "did not start with HELLO"},
+      {"END 1 evil", "did not start with HELLO"},
+      {"GET / HTTP/1.0", "not a control message"},
+      {std::string("\x00\xff garbage", 11), "not a control message"},
+  };
+  for (const auto& [line, why] : refused) {
+    const HelloCheck c = check_hello(line, secret, 4);
+    EXPECT_FALSE(c.hello) << line;
+    EXPECT_EQ(c.why, why) << line;
+  }
+  // No secret (a bug) lets nobody in, not even an empty key.
+  EXPECT_FALSE(check_hello(hello(1, secret), "", 4).hello);
+}
+
+TEST(ControlHandshake, SecretsAreFreshHexAndComparedWhole) {
+  const std::string a = new_step_secret();
+  const std::string b = new_step_secret();
+  EXPECT_EQ(a.size(), 2 * kSecretBytes);
+  EXPECT_EQ(a.find_first_not_of("0123456789abcdef"), std::string::npos);
+  EXPECT_NE(a, b);
+  EXPECT_TRUE(same_secret(a, a));
+  EXPECT_FALSE(same_secret(a, b));
+  EXPECT_FALSE(same_secret(a, a.substr(0, 10)));
+  EXPECT_FALSE(same_secret("", a));
+  EXPECT_TRUE(same_secret("", ""));
 }
 
 TEST(Control, LineBufferSplitsAndBoundsLines) {
   LineBuffer b;
   b.append("HELLO 1\nWANT 1 SIG");
+  EXPECT_EQ(b.pending(), 18u);
   EXPECT_EQ(b.next_line(), "HELLO 1");
   EXPECT_EQ(b.next_line(), std::nullopt);
   b.append("TERM\n");

@@ -113,3 +113,57 @@ TEST(Preempt, TimeMinIsFourWarnTimesInWholeMinutes) {
 
 }  // namespace
 }  // namespace dl
+
+namespace dl {
+namespace {
+
+TEST(Preempt, EveryJobInALowerTierIsAVictimDlOrNot) {
+  const PriorityParams p = parse_priority_params("");
+  PreemptPair pair;
+  pair.victim_tier = 1;
+  pair.preemptor_tier = 10;
+  // A plain job, a DL job without --dl-preemptible (an experiment label only), and
+  // one with it: all preempted as preempt/partition_prio would, whatever their points.
+  for (const bool preemptible : {false, true}) {
+    for (const bool dl_priority : {false, true}) {
+      pair.victim_dl_preemptible = preemptible;
+      pair.dl_priority = dl_priority;
+      pair.victim_points = 1e9;
+      pair.preemptor_points = 0;
+      EXPECT_TRUE(may_preempt(pair, p)) << preemptible << dl_priority;
+    }
+  }
+  pair.victim_mode_off = true;
+  EXPECT_FALSE(may_preempt(pair, p));
+}
+
+TEST(Preempt, AHigherTierIsNeverAVictim) {
+  const PriorityParams p = parse_priority_params("");
+  PreemptPair pair;
+  pair.victim_tier = 10;
+  pair.preemptor_tier = 1;
+  pair.victim_dl_preemptible = true;
+  pair.dl_priority = true;
+  pair.preemptor_points = 1e9;
+  EXPECT_FALSE(may_preempt(pair, p));
+}
+
+TEST(Preempt, WithinATierOnlyDlPreemptibleJobsOutrankedByTheMargin) {
+  const PriorityParams p = parse_priority_params("");
+  PreemptPair pair;
+  pair.victim_tier = pair.preemptor_tier = 1;
+  pair.dl_priority = true;
+  pair.victim_points = 0;
+  pair.preemptor_points = p.margin();
+  EXPECT_FALSE(may_preempt(pair, p));  // not --dl-preemptible: as without slurm-dl
+  pair.victim_dl_preemptible = true;
+  EXPECT_TRUE(may_preempt(pair, p));
+  pair.preemptor_points = p.margin() - 1;
+  EXPECT_FALSE(may_preempt(pair, p));
+  pair.preemptor_points = p.margin();
+  pair.dl_priority = false;  // no DL priority to compare
+  EXPECT_FALSE(may_preempt(pair, p));
+}
+
+}  // namespace
+}  // namespace dl

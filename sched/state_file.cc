@@ -1,4 +1,4 @@
-#include "sched/plugins/state_file.h"
+#include "sched/state_file.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -62,6 +62,22 @@ std::optional<std::string> read_file(const std::string& path) {
     text.append(buf, static_cast<std::size_t>(n));
   }
   return text;
+}
+
+std::optional<LoadedState> load_newest_good(
+    const std::string& path, const std::function<void(const std::string&)>& check,
+    const std::function<void(const std::string&, const std::string&)>& complain) {
+  for (const auto& copy : {path, path + ".old"}) {
+    try {
+      auto text = read_file(copy);
+      if (!text) continue;
+      check(*text);
+      return LoadedState{copy, std::move(*text)};
+    } catch (const std::exception& e) {
+      complain(copy, e.what());
+    }
+  }
+  return std::nullopt;
 }
 
 }  // namespace dl::sched

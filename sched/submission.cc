@@ -1,0 +1,77 @@
+#include "sched/submission.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <sstream>
+
+#include "core/error.h"
+
+namespace dl {
+
+std::vector<std::string> partition_names(std::string_view list) {
+  if (list.size() > kMaxPartitionListChars) {
+    throw InputError(fmt::format(
+        "--partition: a list of {} characters; a slurm-dl job may name at most {} partitions "
+        "in at most {} characters",
+        list.size(), kMaxPartitions, kMaxPartitionListChars));
+  }
+  std::vector<std::string> names;
+  std::size_t count = 0;
+  std::size_t start = 0;
+  while (start <= list.size()) {
+    const auto comma = std::min(list.find(',', start), list.size());
+    std::string name(list.substr(start, comma - start));
+    start = comma + 1;
+    if (name.empty()) continue;
+    if (++count > kMaxPartitions) {
+      throw InputError(fmt::format(
+          "--partition: more than {} partitions; a slurm-dl job may name at most {} partitions",
+          kMaxPartitions, kMaxPartitions));
+    }
+    if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
+  }
+  return names;
+}
+
+void check_spank_env_size(std::size_t entries, std::size_t longest) {
+  if (entries > kMaxSpankEnvEntries) {
+    throw InputError(fmt::format(
+        "the job's SPANK environment has {} entries; a slurm-dl job may have at most {}", entries,
+        kMaxSpankEnvEntries));
+  }
+  if (longest > kMaxSpankEnvEntry) {
+    throw InputError(fmt::format(
+        "the job's SPANK environment has an entry of {} bytes; a slurm-dl job's are at most {}",
+        longest, kMaxSpankEnvEntry));
+  }
+}
+
+PlugstackScan scan_plugstack(std::string_view text, std::string_view plugin_name) {
+  PlugstackScan scan;
+  std::istringstream in{std::string(text)};
+  std::string line;
+  while (std::getline(in, line)) {
+    if (const auto hash = line.find('#'); hash != std::string::npos) line.erase(hash);
+    std::istringstream words(line);
+    std::string first;
+    if (!(words >> first)) continue;
+    if (first == "include") {
+      std::string pattern;
+      if (words >> pattern) scan.includes.push_back(pattern);
+      continue;
+    }
+    if (first != "required" && first != "optional") continue;
+    std::string plugin;
+    if (!(words >> plugin)) continue;
+    const auto slash = plugin.rfind('/');
+    const std::string base = slash == std::string::npos ? plugin : plugin.substr(slash + 1);
+    if (base != plugin_name || scan.dl_args) continue;
+    std::vector<std::string> args;
+    for (std::string arg; words >> arg;) args.push_back(arg);
+    scan.dl_args = std::move(args);
+  }
+  return scan;
+}
+
+}  // namespace dl
