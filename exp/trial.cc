@@ -1,5 +1,6 @@
 #include "exp/trial.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <memory>
 
@@ -83,6 +84,15 @@ void record_event(const std::string& kind, const std::string& reason,
   nlohmann::json r = {{"kind", "event"}, {"event", kind}, {"reason", reason}};
   if (step) r["step"] = *step;
   append(std::move(r));
+}
+
+void record_logs(const std::vector<std::string>& paths) {
+  std::vector<std::string> seen;
+  for (const auto& path : paths) {
+    if (path.empty() || std::find(seen.begin(), seen.end(), path) != seen.end()) continue;
+    seen.push_back(path);
+    append({{"kind", "log"}, {"path", path}});
+  }
 }
 
 void record_checkpoint(std::int64_t step, const std::string& ckpt_dir,

@@ -21,6 +21,9 @@ std::vector<std::string> start_trial(std::uint32_t restart_count, const std::str
 void record_event(const std::string& kind, const std::string& reason,
                   std::optional<std::int64_t> step = std::nullopt);
 
+// The trial's log files (a batch job's output and error files); empty paths are skipped.
+void record_logs(const std::vector<std::string>& paths);
+
 // The checkpoint of `step` is durable in `ckpt_dir` (the job's checkpoint directory;
 // empty when the program keeps its own), step directory `step_dir`. It counts as
 // verified once a later run of the trial resumed from it (dlrun verifies before resuming).

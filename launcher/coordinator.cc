@@ -51,6 +51,7 @@ void Coordinator::start(Steady::time_point now) {
   next_status_ = now;
   refresh_job();
   if (job_info_) comment_prefix_ = comment_prefix(job_info_->comment);
+  if (job_info_) exp::record_logs({job_info_->std_out, job_info_->std_err});
   next_job_refresh_ = now + kJobRefresh;
   update_status(now, true);
 }

@@ -107,7 +107,7 @@ assert all(abs(m["value"] - m["step"] / 7) < 1e-12 for m in py)'
   [ "$(stat -c %a "$DL_EXP_ROOT/conc/journals")" = 700 ]
 }
 
-@test "exp 3: dl-exp names an unknown experiment or trial; list and export" {
+@test "exp 3: dl-exp names an unknown experiment or trial; list, logs and export" {
   job=$(submit -N1 --dl-experiment=small --dl-trial=only -o out.txt \
     --wrap "srun --mpi=pmix $DLRUN $DP --steps 30 --step-ms 0 --out $PWD/out.bin")
   wait_state "$job" COMPLETED 60
@@ -119,6 +119,11 @@ assert all(abs(m["value"] - m["step"] / 7) < 1e-12 for m in py)'
   [[ $output == *"unknown trial 'nosuch' in experiment 'small' (trials: only)"* ]]
   "$DLEXP" list --json | check_json '
 e = d["experiments"]; assert [x["id"] for x in e] == ["small"] and e[0]["trials"] == 1, e'
+  # The trial's log: the batch job's output file, shown by `dl-exp logs`.
+  "$DLEXP" logs small only --json | check_json '
+assert [l["path"] for l in d["logs"]] == ["'"$PWD"'/out.txt"], d["logs"]'
+  run "$DLEXP" logs small only
+  [[ $output == *"==> $PWD/out.txt <=="*"final step"* ]]
   "$DLEXP" export small --format csv -o csv
   "$DLEXP" export small --format json -o json
   python3 -c '
