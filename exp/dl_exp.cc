@@ -3,6 +3,7 @@
 // man/dl-exp.1. Exit codes: 0; 2 for a usage error or an unknown experiment or trial;
 // 1 when dl-exp itself failed.
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
@@ -13,6 +14,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "core/error.h"
@@ -258,6 +260,12 @@ int run(int argc, char** argv) {
   auto* list = app.add_subcommand("list", "the experiments and their trials' states");
   auto* show = app.add_subcommand("show", "an experiment's trials, checkpoints and events");
   show->add_option("EXP", experiment)->required();
+  bool follow = false;
+  double interval = 2;
+  show->add_flag("-f,--follow", follow,
+                 "live: show again whenever something changes, until every trial has ended");
+  show->add_option("--interval", interval, "seconds between looks with --follow (default 2)")
+      ->check(CLI::Range(0.1, 3600.0));
   auto* metrics = app.add_subcommand("metrics", "every metric of an experiment or trial");
   metrics->add_option("EXP", experiment)->required();
   metrics->add_option("TRIAL", trial);
@@ -302,6 +310,34 @@ int run(int argc, char** argv) {
                       time_text(e["updated"].get<double>())});
     }
     print_table({"EXPERIMENT", "TRIALS", "STATES", "UPDATED"}, rows);
+  } else if (*show && follow) {
+    // Live: each change printed once (JSON: one object per line), until every trial has
+    // ended (completed, stopped or failed).
+    std::string last;
+    const bool tty = ::isatty(STDOUT_FILENO) != 0;
+    for (;;) {
+      const json j = tool.show(experiment);
+      const std::string text = j.dump();
+      if (text != last) {
+        last = text;
+        if (as_json) {
+          std::cout << text << std::endl;
+        } else {
+          if (tty) std::fputs("\033[H\033[2J", stdout);
+          std::printf("experiment %s (every %gs; Ctrl-C to stop)\n\n", experiment.c_str(),
+                      interval);
+          print_trials(j["trials"]);
+          std::fflush(stdout);
+        }
+      }
+      bool ended = !j["trials"].empty();
+      for (const auto& t : j["trials"]) {
+        const std::string state = t["state"].get<std::string>();
+        if (state != "completed" && state != "stopped" && state != "failed") ended = false;
+      }
+      if (ended) return 0;
+      std::this_thread::sleep_for(std::chrono::duration<double>(interval));
+    }
   } else if (*show) {
     const json j = tool.show(experiment);
     if (as_json) return emit(j), 0;

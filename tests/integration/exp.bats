@@ -134,3 +134,17 @@ assert list(csv.DictReader(open("csv/trials.csv")))[0]["state"] == "completed"
 d = json.load(open("json/small.json"))
 assert len(d["metrics"]) == 3 and d["trials"][0]["id"] == "only"'
 }
+
+@test "exp 4: show --follow shows the trial live and ends when it has ended" {
+  job=$(submit -N1 --dl-experiment=live --dl-trial=t -o out.txt \
+    --wrap "srun --mpi=pmix $DLRUN $DP --steps 150 --step-ms 50 --out $PWD/out.bin")
+  wait_until 60 '"$DLEXP" show live --json >/dev/null 2>&1'
+  timeout 90 "$DLEXP" show live --follow --json --interval 0.5 >follow.txt
+  wait_state "$job" COMPLETED 30
+  python3 -c '
+import json
+shots = [json.loads(l)["trials"] for l in open("follow.txt")]
+assert shots[0][0]["state"] == "running" and shots[-1][0]["state"] == "completed", shots
+steps = [s[0]["step"] for s in shots if s[0]["step"] is not None]
+assert len(set(steps)) >= 3 and steps == sorted(steps), steps'
+}
