@@ -21,6 +21,7 @@
 #include "core/sysio.h"
 #include "exp/journal.h"
 #include "exp/store.h"
+#include "exp/tensorboard.h"
 
 namespace dl::exp {
 
@@ -192,6 +193,30 @@ class Tool {
     const json shown = show(experiment);
     Store& s = *store_;
     make_dirs(dir);
+    if (format == "tensorboard") {
+      // One run per trial: DIR/<trial>/events.out.tfevents.<time>.<host>, one Event per step.
+      std::map<std::string,
+               std::map<std::int64_t, std::pair<double, std::map<std::string, double>>>>
+          steps;
+      for (const auto& m : s.metrics(std::nullopt)) {
+        auto& at = steps[m["trial"].get<std::string>()][m["step"].get<std::int64_t>()];
+        at.first = std::max(at.first, m["time"].get<double>());
+        at.second[m["name"].get<std::string>()] = m["value"].get<double>();
+      }
+      for (const auto& [trial, by_step] : steps) {
+        const std::string run = join(dir, trial);
+        make_dirs(run);
+        double first = by_step.empty() ? 0 : by_step.begin()->second.first;
+        std::string bytes = tensorboard::record(tensorboard::file_version_event(first));
+        for (const auto& [step, at] : by_step) {
+          bytes += tensorboard::record(tensorboard::scalars_event(at.first, step, at.second));
+        }
+        write_file_durably(join(run, fmt::format("events.out.tfevents.{}.{}",
+                                                 static_cast<long long>(first), hostname())),
+                           bytes);
+      }
+      return;
+    }
     if (format == "json") {
       json all = shown;
       all["metrics"] = s.metrics(std::nullopt);
@@ -282,9 +307,9 @@ int run(int argc, char** argv) {
   logs->add_option("TRIAL", trial)->required();
   auto* exp_export = app.add_subcommand("export", "write an experiment as CSV or JSON files");
   exp_export->add_option("EXP", experiment)->required();
-  exp_export->add_option("--format", format, "csv or json")
+  exp_export->add_option("--format", format, "csv, json or tensorboard")
       ->required()
-      ->check(CLI::IsMember({"csv", "json"}));
+      ->check(CLI::IsMember({"csv", "json", "tensorboard"}));
   exp_export->add_option("-o,--output", out_dir, "the directory to write to")->required();
   for (auto* sub : {list, show, metrics, best, compare, logs}) {
     sub->add_flag("--json", as_json, "print JSON instead of tables");

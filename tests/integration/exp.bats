@@ -133,6 +133,27 @@ assert [int(r["step"]) for r in rows] == [0, 10, 20], rows
 assert list(csv.DictReader(open("csv/trials.csv")))[0]["state"] == "completed"
 d = json.load(open("json/small.json"))
 assert len(d["metrics"]) == 3 and d["trials"][0]["id"] == "only"'
+  # TensorBoard event files, read back with protoc + python3-protobuf and crcmod's CRC-32C.
+  "$DLEXP" export small --format tensorboard -o tb
+  protoc -I"$DL_ROOT/tests/integration" --python_out=. "$DL_ROOT/tests/integration/exp_event.proto"
+  /usr/bin/python3 -c '
+import glob, json, struct, crcmod.predefined, exp_event_pb2
+crc = crcmod.predefined.mkCrcFun("crc-32c")
+mask = lambda b: ((((crc(b) >> 15) | (crc(b) << 17)) & 0xffffffff) + 0xa282ead8) & 0xffffffff
+files = glob.glob("tb/only/events.out.tfevents.*")
+assert len(files) == 1, files
+data, events = open(files[0], "rb").read(), []
+while data:
+    (n,), (lc,) = struct.unpack("<Q", data[:8]), struct.unpack("<I", data[8:12])
+    body, (dc,) = data[12:12 + n], struct.unpack("<I", data[12 + n:16 + n])
+    assert lc == mask(data[:8]) and dc == mask(body)
+    e = exp_event_pb2.Event(); e.ParseFromString(body); events.append(e)
+    data = data[16 + n:]
+assert events[0].file_version == "brain.Event:2"
+got = [(e.step, v.tag, v.simple_value) for e in events[1:] for v in e.summary.value]
+want = [(m["step"], m["name"], m["value"]) for m in json.load(open("json/small.json"))["metrics"]]
+assert [g[:2] for g in got] == [w[:2] for w in want] == [(0, "loss"), (10, "loss"), (20, "loss")], got
+assert all(abs(g[2] - w[2]) <= 1e-6 * abs(w[2]) for g, w in zip(got, want)), (got, want)'
 }
 
 @test "exp 4: show --follow shows the trial live and ends when it has ended" {
