@@ -13,6 +13,7 @@
 #include <iostream>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -20,6 +21,7 @@
 #include "core/error.h"
 #include "core/sysio.h"
 #include "exp/journal.h"
+#include "exp/plot.h"
 #include "exp/store.h"
 #include "exp/tensorboard.h"
 
@@ -189,6 +191,50 @@ class Tool {
         {"id", experiment}, {"trial", trial}, {"logs", s.logs(trial)}, {"events", s.events(trial)}};
   }
 
+  // Curves of `metric` (default: the first metric name) per trial, drawn by gnuplot.
+  void plot(const std::string& experiment, std::string metric, const std::string& output) {
+    plot_terminal(output);
+    Store& s = open(experiment);
+    const json all = s.metrics(std::nullopt);
+    std::set<std::string> names;
+    for (const auto& m : all) names.insert(m["name"].get<std::string>());
+    if (names.empty()) {
+      throw InputError(fmt::format("experiment '{}' has no metrics to plot yet", experiment));
+    }
+    if (metric.empty()) metric = *names.begin();
+    if (!names.count(metric)) {
+      std::string known;
+      for (const auto& n : names) known += (known.empty() ? "" : ", ") + n;
+      throw InputError(fmt::format("--metric={}: not reported in experiment '{}' (metrics: {})",
+                                   metric, experiment, known));
+    }
+    char tmpl[] = "/tmp/dl-exp-plot.XXXXXX";
+    if (::mkdtemp(tmpl) == nullptr) throw SystemError("couldn't create a directory in /tmp");
+    const std::string tmp = tmpl;
+    try {
+      std::map<std::string, std::string> data;
+      for (const auto& m : all) {
+        if (m["name"] != metric) continue;
+        data[m["trial"].get<std::string>()] +=
+            fmt::format("{} {:.17g}\n", m["step"].get<std::int64_t>(), m["value"].get<double>());
+      }
+      std::vector<Curve> curves;
+      int i = 0;
+      for (const auto& [trial, text] : data) {
+        const std::string file = join(tmp, fmt::format("trial-{}.dat", i++));
+        write_file_durably(file, text);
+        curves.push_back({trial, file});
+      }
+      const std::string script = join(tmp, "plot.gp");
+      write_file_durably(script, plot_script(experiment, metric, curves, output));
+      run_gnuplot(script);
+    } catch (...) {
+      remove_tree(tmp);
+      throw;
+    }
+    remove_tree(tmp);
+  }
+
   void export_to(const std::string& experiment, const std::string& format, const std::string& dir) {
     const json shown = show(experiment);
     Store& s = *store_;
@@ -311,6 +357,10 @@ int run(int argc, char** argv) {
       ->required()
       ->check(CLI::IsMember({"csv", "json", "tensorboard"}));
   exp_export->add_option("-o,--output", out_dir, "the directory to write to")->required();
+  auto* plot = app.add_subcommand("plot", "metric curves per trial as PNG or SVG (gnuplot)");
+  plot->add_option("EXP", experiment)->required();
+  plot->add_option("-o,--output", out_dir, "FILE.png or FILE.svg")->required();
+  plot->add_option("--metric", metric, "the metric (default: the first by name)");
   for (auto* sub : {list, show, metrics, best, compare, logs}) {
     sub->add_flag("--json", as_json, "print JSON instead of tables");
   }
@@ -416,6 +466,8 @@ int run(int argc, char** argv) {
                       e["reason"].get<std::string>()});
     }
     print_table({"TIME", "EVENT", "REASON"}, rows);
+  } else if (*plot) {
+    tool.plot(experiment, metric, out_dir);
   } else if (*exp_export) {
     tool.export_to(experiment, format, out_dir);
   }

@@ -156,7 +156,38 @@ assert [g[:2] for g in got] == [w[:2] for w in want] == [(0, "loss"), (10, "loss
 assert all(abs(g[2] - w[2]) <= 1e-6 * abs(w[2]) for g, w in zip(got, want)), (got, want)'
 }
 
-@test "exp 4: show --follow shows the trial live and ends when it has ended" {
+@test "exp 4: dl-exp plot draws each trial's curve with gnuplot, as PNG and SVG" {
+  for t in a b; do
+    job=$(submit -N1 --dl-experiment=plots --dl-trial=$t -o "out-$t.txt" \
+      --wrap "srun --mpi=pmix $DLRUN $DP --steps 50 --step-ms 0 --out $PWD/out-$t.bin")
+    wait_state "$job" COMPLETED 60
+  done
+  "$DLEXP" plot plots -o curves.png
+  "$DLEXP" plot plots --metric loss -o curves.svg
+  python3 -c '
+import struct, zlib, xml.etree.ElementTree as ET
+png = open("curves.png", "rb").read()
+assert png[:8] == b"\x89PNG\r\n\x1a\n", png[:8]
+w, h = struct.unpack(">II", png[16:24]); assert (w, h) == (900, 600), (w, h)
+idat, pos = b"", 8
+while pos < len(png):
+    n, kind = struct.unpack(">I4s", png[pos:pos + 8]); pos += 8
+    if kind == b"IDAT": idat += png[pos:pos + n]
+    pos += n + 4
+assert len(set(zlib.decompress(idat))) > 4  # drawn, not one flat colour
+svg = ET.parse("curves.svg").getroot()
+text = " ".join("".join(e.itertext()) for e in svg.iter() if e.tag.endswith("text"))
+assert "plots: loss per trial" in text and "a" in text.split() and "b" in text.split(), text
+assert sum(1 for e in svg.iter() if e.tag.endswith("path")) >= 2'
+  run "$DLEXP" plot plots --metric acc -o x.png
+  [ "$status" -eq 2 ]
+  [[ $output == *"--metric=acc: not reported in experiment 'plots' (metrics: loss)"* ]]
+  run "$DLEXP" plot plots -o x.jpg
+  [ "$status" -eq 2 ]
+  [[ $output == *"-o x.jpg: expected a file name ending in .png or .svg"* ]]
+}
+
+@test "exp 5: show --follow shows the trial live and ends when it has ended" {
   job=$(submit -N1 --dl-experiment=live --dl-trial=t -o out.txt \
     --wrap "srun --mpi=pmix $DLRUN $DP --steps 150 --step-ms 50 --out $PWD/out.bin")
   wait_until 60 '"$DLEXP" show live --json >/dev/null 2>&1'
