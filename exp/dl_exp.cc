@@ -3,6 +3,7 @@
 // man/dl-exp.1. Exit codes: 0; 2 for a usage error or an unknown experiment or trial;
 // 1 when dl-exp itself failed.
 #include <fmt/format.h>
+#include <httplib.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -10,8 +11,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <map>
+#include <mutex>
 #include <optional>
 #include <set>
 #include <string>
@@ -22,6 +25,7 @@
 #include "core/sysio.h"
 #include "exp/journal.h"
 #include "exp/plot.h"
+#include "exp/serve_page.h"
 #include "exp/store.h"
 #include "exp/tensorboard.h"
 
@@ -308,6 +312,45 @@ class Tool {
   std::unique_ptr<Store> store_;
 };
 
+// `dl-exp serve`: the page and the JSON API it reads (the objects `--json` prints), bound
+// to `bind` (127.0.0.1 by default: the data is the user's). Requests are served one at a
+// time: each merges the journals first.
+void serve(Tool& tool, const std::string& bind, int port) {
+  httplib::Server server;
+  std::mutex mutex;
+  auto api = [&](const std::function<json(const httplib::Request&)>& answer) {
+    return [&, answer](const httplib::Request& req, httplib::Response& res) {
+      std::lock_guard<std::mutex> lock(mutex);
+      try {
+        res.set_content(answer(req).dump(), "application/json");
+      } catch (const InputError& e) {
+        res.status = 404;
+        res.set_content(json{{"error", e.what()}}.dump(), "application/json");
+      } catch (const std::exception& e) {
+        res.status = 500;
+        res.set_content(json{{"error", e.what()}}.dump(), "application/json");
+      }
+    };
+  };
+  server.Get("/", [](const httplib::Request&, httplib::Response& res) {
+    res.set_content(kServePage, "text/html; charset=utf-8");
+  });
+  server.Get("/api/experiments", api([&](const httplib::Request&) { return tool.list(); }));
+  server.Get(R"(/api/show/([^/]+))",
+             api([&](const httplib::Request& req) { return tool.show(req.matches[1]); }));
+  server.Get(R"(/api/metrics/([^/]+))", api([&](const httplib::Request& req) {
+               return tool.metrics(req.matches[1], std::nullopt);
+             }));
+  server.Get(R"(/api/logs/([^/]+)/([^/]+))", api([&](const httplib::Request& req) {
+               return tool.logs(req.matches[1], req.matches[2]);
+             }));
+  if (!server.bind_to_port(bind.c_str(), port)) {
+    throw SystemError(fmt::format("couldn't listen on {}:{} (in use? try --port)", bind, port));
+  }
+  std::fprintf(stderr, "dl-exp: serving http://%s:%d/ (Ctrl-C to stop)\n", bind.c_str(), port);
+  if (!server.listen_after_bind()) throw SystemError("the web server stopped");
+}
+
 void print_trials(const json& trials) {
   std::vector<std::vector<std::string>> rows;
   for (const auto& t : trials) {
@@ -361,6 +404,11 @@ int run(int argc, char** argv) {
   plot->add_option("EXP", experiment)->required();
   plot->add_option("-o,--output", out_dir, "FILE.png or FILE.svg")->required();
   plot->add_option("--metric", metric, "the metric (default: the first by name)");
+  auto* serve_cmd = app.add_subcommand("serve", "a web page with the experiments, live");
+  int port = 8765;
+  std::string bind = "127.0.0.1";
+  serve_cmd->add_option("--port", port, "the TCP port (default 8765)")->check(CLI::Range(1, 65535));
+  serve_cmd->add_option("--bind", bind, "the address to listen on (default 127.0.0.1)");
   for (auto* sub : {list, show, metrics, best, compare, logs}) {
     sub->add_flag("--json", as_json, "print JSON instead of tables");
   }
@@ -466,6 +514,8 @@ int run(int argc, char** argv) {
                       e["reason"].get<std::string>()});
     }
     print_table({"TIME", "EVENT", "REASON"}, rows);
+  } else if (*serve_cmd) {
+    serve(tool, bind, port);
   } else if (*plot) {
     tool.plot(experiment, metric, out_dir);
   } else if (*exp_export) {

@@ -18,7 +18,10 @@ setup() {
   export DL_EXP_ROOT=$BATS_TEST_TMPDIR/experiments
 }
 
-teardown() { cancel_all; }
+teardown() {
+  cancel_all
+  if [ -f serve.pid ]; then kill "$(cat serve.pid)" 2>/dev/null || true; fi
+}
 
 submit_dp() {
   submit --export="ALL,DP_TRAINER=$DP,PATH=$DL_BUILD_DIR/launcher:$PATH" -o out.txt \
@@ -199,4 +202,38 @@ shots = [json.loads(l)["trials"] for l in open("follow.txt")]
 assert shots[0][0]["state"] == "running" and shots[-1][0]["state"] == "completed", shots
 steps = [s[0]["step"] for s in shots if s[0]["step"] is not None]
 assert len(set(steps)) >= 3 and steps == sorted(steps), steps'
+}
+
+@test "exp 6: dl-exp serve: headless Chromium shows the trials dl-exp --json shows, with curves" {
+  for t in a b; do
+    job=$(submit -N1 --dl-experiment=web --dl-trial=$t -o "out-$t.txt" \
+      --wrap "srun --mpi=pmix $DLRUN $DP --steps 40 --step-ms 0 --out $PWD/out-$t.bin")
+    wait_state "$job" COMPLETED 60
+  done
+  port=$((${DL_MINICLUSTER_PORT_BASE:-6800} + 90))
+  "$DLEXP" serve --port "$port" 2>serve.txt 3>&- &
+  echo $! >serve.pid
+  wait_until 20 "curl -sf http://127.0.0.1:$port/api/experiments >/dev/null"
+  # Bound to the loopback address only, by default.
+  ss -ltnH "sport = :$port" | awk '{print $4}' | grep -qx "127.0.0.1:$port"
+  [ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/api/show/nosuch")" = 404 ]
+  url="http://127.0.0.1:$port/?exp=web"
+  chrome=(timeout 60 chromium --headless --no-sandbox --disable-gpu --virtual-time-budget=5000)
+  "${chrome[@]}" --dump-dom "$url" 2>/dev/null >dom.html
+  "${chrome[@]}" --window-size=1200,900 --screenshot="$PWD/shot.png" "$url" 2>/dev/null
+  "$DLEXP" show web --json >show.json
+  # The page's trials and states are dl-exp's.
+  /usr/bin/python3 -c '
+import json, re
+page = re.findall(r"<tr data-trial=\"([^\"$]*)\" data-state=\"([^\"$]*)\"", open("dom.html").read())
+want = [(t["id"], t["state"]) for t in json.load(open("show.json"))["trials"]]
+assert sorted(page) == sorted(want) == [("a", "completed"), ("b", "completed")], (page, want)
+assert len(re.findall(r"<polyline fill=\"none\" stroke=\"#", open("dom.html").read())) == 2
+from PIL import Image
+img = Image.open("shot.png").convert("RGB")
+assert img.size == (1200, 900), img.size
+px = list(img.getdata())
+ink = sum(1 for p in px if p != (255, 255, 255))
+coloured = sum(1 for (r, g, b) in px if max(r, g, b) - min(r, g, b) > 60)
+assert ink > 0.01 * len(px) and coloured > 200, (ink, coloured)'
 }
