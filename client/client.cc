@@ -19,6 +19,7 @@
 #include <thread>
 
 #include "client/channel.h"
+#include "client/journal.h"
 
 namespace dl {
 namespace {
@@ -33,6 +34,11 @@ constexpr std::chrono::milliseconds kPollInterval{1};
 
 std::runtime_error system_error(const std::string& what, const char* path) {
   return std::runtime_error("dl: couldn't " + what + " DL_CLIENT_FILE=" + path + ": " +
+                            std::strerror(errno));
+}
+
+std::runtime_error journal_error(const std::string& what, const std::string& path) {
+  return std::runtime_error("dl: couldn't " + what + " the metrics journal " + path + ": " +
                             std::strerror(errno));
 }
 
@@ -94,6 +100,91 @@ class Channel {
   int fd_ = -1;
   pid_t pid_ = -1;
   Page* page_ = nullptr;
+  std::mutex mutex_;
+};
+
+// The metrics journal of this process (exp/, ARCHITECTURE.md), when dlrun gave rank 0's
+// program DL_EXP_JOURNALS: every report_metrics call becomes one record, appended once,
+// so the tracking store gets every metric, not the samples dlrun reads from the page.
+// A file per process (a forked child makes its own): no two writers share a file.
+class MetricsJournal {
+ public:
+  static MetricsJournal& get() {
+    static MetricsJournal* instance = new MetricsJournal;  // used until exit
+    return *instance;
+  }
+
+  void append(std::int64_t step, const std::map<std::string, double>& metrics) {
+    if (dir_.empty()) return;
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (pid_ != ::getpid()) open_new();
+    std::string json = "{\"kind\":\"metrics\",\"seq\":" + std::to_string(++seq_) + ",\"trial\":\"" +
+                       trial_ + "\",\"step\":" + std::to_string(step) +
+                       ",\"time\":" + number(now_seconds()) + ",\"values\":{";
+    bool first = true;
+    for (const auto& [name, value] : metrics) {
+      json += (first ? "\"" : ",\"") + name + "\":" + number(value);
+      first = false;
+    }
+    json += "}}";
+    const std::string line = journal::frame(json);
+    std::size_t done = 0;
+    while (done < line.size()) {
+      const ssize_t n = ::write(fd_, line.data() + done, line.size() - done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) throw journal_error("append to", path_);
+      done += static_cast<std::size_t>(n);
+    }
+    // Durable at most a second later; the page cache keeps it through a kill -9.
+    const double now = now_seconds();
+    if (now - last_sync_ > 1.0) {
+      ::fdatasync(fd_);
+      last_sync_ = now;
+    }
+  }
+
+ private:
+  MetricsJournal() {
+    const char* dir = std::getenv("DL_EXP_JOURNALS");
+    const char* trial = std::getenv("DL_EXP_TRIAL");
+    if (dir == nullptr || *dir == '\0' || trial == nullptr || *trial == '\0') return;
+    dir_ = dir;
+    trial_ = trial;
+  }
+
+  static double now_seconds() {
+    return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
+        .count();
+  }
+
+  static std::string number(double v) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.17g", v);
+    return buf;
+  }
+
+  void open_new() {
+    if (fd_ >= 0 && pid_ != -1) ::close(fd_);  // the parent's file, inherited by fork
+    char host[256] = {};
+    ::gethostname(host, sizeof host - 1);
+    const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                        std::chrono::system_clock::now().time_since_epoch())
+                        .count();
+    path_ = dir_ + "/metrics-" + trial_ + "." + host + "." + std::to_string(::getpid()) + "." +
+            std::to_string(ns) + ".jsonl";
+    fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_APPEND | O_CLOEXEC,
+                 0600);
+    if (fd_ < 0) throw journal_error("create", path_);
+    pid_ = ::getpid();
+    seq_ = 0;
+    last_sync_ = 0;
+  }
+
+  std::string dir_, trial_, path_;
+  int fd_ = -1;
+  pid_t pid_ = -1;
+  std::uint64_t seq_ = 0;
+  double last_sync_ = 0;
   std::mutex mutex_;
 };
 
@@ -159,6 +250,7 @@ void report_metrics(std::int64_t step, const std::map<std::string, double>& metr
     std::snprintf(buf, sizeof buf, "%s%s=%.6g", text.empty() ? "" : " ", name.c_str(), value);
     text += buf;
   }
+  MetricsJournal::get().append(step, metrics);
   Channel& c = Channel::get();
   if (c.page() == nullptr) return;
   c.write_metrics(step, text);

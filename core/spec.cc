@@ -46,13 +46,15 @@ Placement parse_placement(const Source& s) {
 }
 
 std::string parse_label(const Source& s) {
-  const bool ok = !s.value.empty() && s.value.size() <= 64 &&
+  // Labels name directories (the experiment's, the trial's journals): no leading '.'.
+  const bool ok = !s.value.empty() && s.value.size() <= 64 && s.value[0] != '.' &&
                   std::all_of(s.value.begin(), s.value.end(), [](unsigned char c) {
                     return std::isalnum(c) || c == '.' || c == '_' || c == '-';
                   });
   if (!ok) {
-    throw InputError(
-        fmt::format("{}={}: expected 1 to 64 letters, digits, '.', '_' or '-'", s.label, s.value));
+    throw InputError(fmt::format(
+        "{}={}: expected 1 to 64 letters, digits, '.', '_' or '-', not starting with '.'", s.label,
+        s.value));
   }
   return s.value;
 }

@@ -4,8 +4,10 @@
 
 #include <algorithm>
 
+#include "ckpt/names.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "exp/trial.h"
 #include "launcher/run_end.h"
 
 namespace dl {
@@ -49,6 +51,7 @@ void Coordinator::start(Steady::time_point now) {
   next_status_ = now;
   refresh_job();
   if (job_info_) comment_prefix_ = comment_prefix(job_info_->comment);
+  if (job_info_) exp::record_logs({job_info_->std_out, job_info_->std_err});
   next_job_refresh_ = now + kJobRefresh;
   update_status(now, true);
 }
@@ -118,6 +121,7 @@ void Coordinator::want(bool stop, const std::string& why, Steady::time_point now
     if (stop && !round_->stop()) {
       // The checkpoint in progress becomes the last one of this run.
       round_->make_stop();
+      exp::record_event("stop_requested", why);
       round_why_ = why;
       round_deadline_ = std::min(round_deadline_, now + job_.grace);
       log(LogLevel::info, "{}: the checkpoint in progress ends the run", why);
@@ -130,6 +134,7 @@ void Coordinator::want(bool stop, const std::string& why, Steady::time_point now
     return;
   }
   round_.emplace(next_seq_++, world_size_, stop);
+  if (stop) exp::record_event("stop_requested", why);
   round_why_ = why;
   round_deadline_ = now + job_.grace;
   target_sent_ = false;
@@ -186,9 +191,11 @@ void Coordinator::end_run(RunEnd end, int code, const std::string& why, Steady::
       [&](JobPhase phase, const std::string& detail) { set_phase(phase, detail, now); },
       lost_node_);
   if (out.newest_ckpt && (!ckpt_step_ || *out.newest_ckpt > *ckpt_step_)) {
+    exp::record_checkpoint(*out.newest_ckpt, job_.ckpt_dir, ckpt::step_dir_name(*out.newest_ckpt));
     ckpt_step_ = out.newest_ckpt;
     ckpt_time_ = WallClock::now();
   }
+  exp::record_event(tracking_event(out.phase), out.detail.empty() ? why : out.detail);
   if (end != RunEnd::failed) broadcast_(end_message(out.exit_code, why));
 }
 
@@ -234,6 +241,7 @@ void Coordinator::tick(Steady::time_point now) {
   }
   const std::int64_t done = own_.page().done_step.load(std::memory_order_acquire);
   if (done >= 0 && (!ckpt_step_ || done > *ckpt_step_)) {
+    exp::record_checkpoint(done, job_.ckpt_dir, ckpt::step_dir_name(done));
     ckpt_step_ = done;
     ckpt_time_ = WallClock::now();
   }

@@ -19,6 +19,7 @@
 #include "core/parse.h"
 #include "core/signals.h"
 #include "core/spec.h"
+#include "exp/trial.h"
 #include "launcher/bootstrap.h"
 #include "launcher/program.h"
 #include "launcher/rank_log.h"
@@ -239,6 +240,11 @@ int run(int argc, char** argv) {
   if (boot.layout.rank == 0 && !boot.rendezvous.resume_from.empty()) {
     log(LogLevel::info, "resuming from {} (restart {})", boot.rendezvous.resume_from,
         job.restart_count);
+  }
+  if (boot.layout.rank == 0) {
+    for (auto& var : exp::start_trial(job.restart_count, boot.rendezvous.resume_from)) {
+      inherited.env.push_back(std::move(var));
+    }
   }
   return supervise(options, job, std::move(boot), std::move(inherited), std::move(signals));
 }

@@ -141,6 +141,14 @@ JobInfo load_job(const JobRef& job) {
     info.running = running;
     info.nodes = j.nodes ? j.nodes : "";
     info.batch_host = j.batch_host ? j.batch_host : "";
+    if (info.batch) {
+      char path[4096] = {};
+      slurm_get_job_stdout(path, sizeof path, const_cast<slurm_job_info_t*>(&j));
+      info.std_out = path;
+      path[0] = '\0';
+      slurm_get_job_stderr(path, sizeof path, const_cast<slurm_job_info_t*>(&j));
+      info.std_err = path;
+    }
     return info;
   }
   throw SystemError(

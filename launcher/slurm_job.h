@@ -34,6 +34,8 @@ struct JobInfo {
   bool running = false;    // RUNNING (not pending, completing or ended)
   std::string nodes;       // allocated nodes, e.g. "n[1-4]"
   std::string batch_host;  // the node running the batch script
+  std::string std_out;     // a batch job's output and error files, patterns expanded
+  std::string std_err;
 };
 
 // slurm_init once per process (reads SLURM_CONF like every Slurm command).

@@ -22,6 +22,19 @@ constexpr std::size_t kMaxMetrics = 120;
 
 }  // namespace
 
+const char* tracking_event(JobPhase phase) {
+  switch (phase) {
+    case JobPhase::running: return "run_started";
+    case JobPhase::checkpointing: return "stop_requested";
+    case JobPhase::requeued: return "requeued";
+    case JobPhase::held: return "held";
+    case JobPhase::completed: return "completed";
+    case JobPhase::failed: return "failed";
+    case JobPhase::stopped: return "stopped";
+  }
+  return "stopped";
+}
+
 std::string format_age(std::chrono::seconds age) {
   const auto s = std::max<long long>(age.count(), 0);
   if (s < 60) return fmt::format("{}s", s);

@@ -14,6 +14,11 @@ namespace dl {
 
 enum class JobPhase { running, checkpointing, requeued, held, completed, failed, stopped };
 
+// The experiment-tracking event (exp/trial.h) for a run ending in `phase`:
+// "completed", "requeued", "held", "failed", "stopped"; "stop_requested" for
+// checkpointing, "run_started" for running.
+const char* tracking_event(JobPhase phase);
+
 struct Status {
   JobPhase phase = JobPhase::running;
   std::optional<std::int64_t> step;              // rank 0's last reported step

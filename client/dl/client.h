@@ -40,7 +40,9 @@ bool should_checkpoint();
 void report_step(std::int64_t step);
 
 // Metrics for the log and the job's status line, e.g. {{"loss", 0.31}}. Names are
-// letters, digits and "_.-/:"; values finite.
+// letters, digits and "_.-/:"; values finite. Under dlrun with --dl-experiment, rank 0's
+// calls are each recorded once in the experiment's store (a journal file of this
+// process's own; `dl-exp metrics EXP`).
 void report_metrics(std::int64_t step, const std::map<std::string, double>& metrics);
 
 // The newest checkpoint that verifies (DL_RESUME_FROM), or nullopt for a fresh start.

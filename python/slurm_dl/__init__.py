@@ -31,7 +31,7 @@ import sys
 import threading
 import time
 
-from . import _channel
+from . import _channel, _journal
 
 __all__ = [
     "should_checkpoint",
@@ -115,12 +115,16 @@ def report_step(step):
 
 
 def report_metrics(step, metrics):
-    """Metrics for the log and the job's status line, e.g. {"loss": 0.31}.
+    """Metrics for the log, the job's status line and experiment tracking, e.g. {"loss": 0.31}.
+
+    Under dlrun with --dl-experiment, rank 0's calls are each recorded once in the
+    experiment's store (`dl-exp metrics EXP`).
 
     Names are letters, digits and "_.-/:"; values finite numbers (numpy scalars work).
     """
     _check_step("report_metrics", step)
     parts = []
+    values = {}
     for name in sorted(metrics):
         if not isinstance(name, str) or not _METRIC_NAME.match(name):
             raise ValueError(
@@ -131,6 +135,8 @@ def report_metrics(step, metrics):
         if not math.isfinite(value):
             raise ValueError(f"slurm_dl.report_metrics: metric {name!r} is not finite")
         parts.append(f"{name}={value:.6g}")
+        values[name] = value
+    _journal.append(step, values)
     ch = _channel_or_none()
     if ch is None:
         return

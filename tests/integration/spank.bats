@@ -141,8 +141,9 @@ none" ]
 --dl-elastic=8:2|--dl-elastic=8:2: expected MIN:MAX, two whole numbers from 1 to 64 with MIN <= MAX
 --dl-elastic=4|--dl-elastic=4: expected MIN:MAX, two whole numbers from 1 to 64 with MIN <= MAX
 --dl-gpus=16 --dl-elastic=2:8|--dl-gpus=16: outside the range --dl-elastic=2:8
---dl-experiment=a/b|--dl-experiment=a/b: expected 1 to 64 letters, digits, '.', '_' or '-'
---dl-trial=x:y|--dl-trial=x:y: expected 1 to 64 letters, digits, '.', '_' or '-'
+--dl-experiment=a/b|--dl-experiment=a/b: expected 1 to 64 letters, digits, '.', '_' or '-', not starting with '.'
+--dl-trial=x:y|--dl-trial=x:y: expected 1 to 64 letters, digits, '.', '_' or '-', not starting with '.'
+--dl-trial=..|--dl-trial=..: expected 1 to 64 letters, digits, '.', '_' or '-', not starting with '.'
 --dl-watchdog=forever|--dl-watchdog=forever: expected a duration such as 90s, 30m or 2h, from 0s to 30d
 EOF
 }

@@ -11,7 +11,8 @@ rules='
 core: core
 ckpt: core ckpt
 client: client
-launcher: core ckpt client launcher
+exp: core client exp
+launcher: core ckpt client exp launcher
 spank: core spank
 sched: core sched
 '

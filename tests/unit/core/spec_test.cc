@@ -153,9 +153,14 @@ INSTANTIATE_TEST_SUITE_P(
                 "--dl-elastic=0:2: expected MIN:MAX, two whole numbers from 1 to 64 with MIN <= "
                 "MAX"},
         BadCase{{{"dl-experiment", "my exp"}},
-                "--dl-experiment=my exp: expected 1 to 64 letters, digits, '.', '_' or '-'"},
+                "--dl-experiment=my exp: expected 1 to 64 letters, digits, '.', '_' or '-', not "
+                "starting with '.'"},
+        BadCase{{{"dl-trial", ".."}},
+                "--dl-trial=..: expected 1 to 64 letters, digits, '.', '_' or '-', not starting "
+                "with '.'"},
         BadCase{{{"dl-trial", ""}},
-                "--dl-trial=: expected 1 to 64 letters, digits, '.', '_' or '-'"},
+                "--dl-trial=: expected 1 to 64 letters, digits, '.', '_' or '-', not starting with "
+                "'.'"},
         BadCase{{{"dl-watchdog", "1y"}},
                 "--dl-watchdog=1y: expected a duration such as 90s, 30m or 2h, from 0s to 30d"},
         BadCase{{{"dl-bogus", "1"}}, "--dl-bogus: not a slurm-dl option"}));

@@ -1,0 +1,32 @@
+// The trial journal of a job's rank-0 dlrun: the events of each run (started, checkpoint
+// written, stop requested, requeued, held, failed, completed). Tracking never stops
+// training: these calls log a warning on failure and carry on, and are no-ops unless
+// start_trial() found an experiment (--dl-experiment, DL_EXPERIMENT).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace dl::exp {
+
+// Opens the journal of this run when DL_EXPERIMENT is set and records "run_started"
+// (restart count, job id, hyperparameters from DL_HPARAMS when it holds a JSON object).
+// Returns the variables to give rank 0's program so that report_metrics appends to a
+// journal of its own: DL_EXP_JOURNALS (the directory) and DL_EXP_TRIAL.
+std::vector<std::string> start_trial(std::uint32_t restart_count, const std::string& resume_from);
+
+// An event of the run; `kind` is one of exp/journal.h's state_after() kinds.
+void record_event(const std::string& kind, const std::string& reason,
+                  std::optional<std::int64_t> step = std::nullopt);
+
+// The trial's log files (a batch job's output and error files); empty paths are skipped.
+void record_logs(const std::vector<std::string>& paths);
+
+// The checkpoint of `step` is durable in `ckpt_dir` (the job's checkpoint directory;
+// empty when the program keeps its own), step directory `step_dir`. It counts as
+// verified once a later run of the trial resumed from it (dlrun verifies before resuming).
+void record_checkpoint(std::int64_t step, const std::string& ckpt_dir, const std::string& step_dir);
+
+}  // namespace dl::exp

@@ -1,0 +1,239 @@
+#!/usr/bin/env bats
+# Experiment tracking (issue 14): jobs run with --dl-experiment are trials of the
+# experiment; every metric their rank 0 reports, every checkpoint and every event of
+# their runs (also across a preemption and a resume) arrives exactly once in `dl-exp`,
+# from many writers on many nodes at once; sqlite3 opens the store.
+
+load helpers
+
+setup_file() {
+  export DLRUN=$DL_BUILD_DIR/launcher/dlrun
+  export DP=$DL_BUILD_DIR/examples/dp_trainer
+  export EXAMPLES=$DL_ROOT/examples
+  export DLEXP=$DL_BUILD_DIR/exp/dl-exp
+}
+
+setup() {
+  cd "$BATS_TEST_TMPDIR"
+  export DL_EXP_ROOT=$BATS_TEST_TMPDIR/experiments
+}
+
+teardown() {
+  cancel_all
+  if [ -f serve.pid ]; then kill "$(cat serve.pid)" 2>/dev/null || true; fi
+}
+
+submit_dp() {
+  submit --export="ALL,DP_TRAINER=$DP,PATH=$DL_BUILD_DIR/launcher:$PATH" -o out.txt \
+    --open-mode=append "$@"
+}
+last_step() { grep -o '\] step [0-9]* loss' out.txt | tail -n 1 | awk '{print $3}'; }
+
+# jq-free JSON checks: python3 reads dl-exp's output from stdin and runs the code in $1.
+check_json() { python3 -c "import json, sys; d = json.load(sys.stdin); $1"; }
+
+@test "exp 1: a preempted and resumed trial: every metric, checkpoint and event exactly once" {
+  job=$(submit_dp -J "exp-preempt-$$" -p low --dl-grace=30s --dl-experiment=pre --dl-trial=t1 \
+    "$EXAMPLES/dp_trainer.sbatch" --steps 200 --step-ms 50 --out "$PWD/out.bin")
+  wait_until 90 '[ "$(last_step)" -ge 40 ]'
+  # Merged while the job runs: the trial is running.
+  "$DLEXP" show pre --json | check_json '
+t = d["trials"][0]; assert t["id"] == "t1" and t["state"] == "running", t'
+  high=$(submit -p high -N4 --exclusive -o high.txt --wrap 'sleep 2')
+  wait_state "$high" COMPLETED 120
+  wait_state "$job" COMPLETED 180
+  [ "$(job_field "$job" Restarts)" = 1 ]
+
+  "$DLEXP" show pre --json >show.json
+  "$DLEXP" metrics pre t1 --json >metrics.json
+  check_json '
+t = d["trials"]
+assert [x["id"] for x in t] == ["t1"], t
+t = t[0]
+assert t["state"] == "completed" and t["restarts"] == 1 and t["job_id"] == "'"$job"'", t
+kinds = [e["kind"] for e in d["events"]]
+assert kinds.count("run_started") == 2 and kinds.count("requeued") == 1, kinds
+assert kinds.count("completed") == 1 and kinds[-1] == "completed", kinds
+assert "stop_requested" in kinds, kinds
+assert [e["restarts"] for e in d["events"] if e["kind"] == "run_started"] == [0, 1], d["events"]
+steps = [c["step"] for c in t["checkpoints"]]
+assert steps and len(steps) == len(set(steps)), steps
+resumed = [e["reason"] for e in d["events"] if e["kind"] == "run_started"][1]
+assert any(c["verified"] and resumed == "resumed from " + c["path"] for c in t["checkpoints"]), (resumed, t["checkpoints"])
+' <show.json
+  # dp_trainer reports loss every 10 steps: each of them once, across both runs.
+  check_json '
+steps = [m["step"] for m in d["metrics"] if m["name"] == "loss"]
+assert steps == list(range(0, 200, 10)), steps
+' <metrics.json
+  # The store is a plain SQLite file; re-merging (every dl-exp call) adds nothing.
+  "$DLEXP" show pre >/dev/null
+  db=$DL_EXP_ROOT/pre/experiment.db
+  [ "$(sqlite3 "$db" 'SELECT count(*) FROM metrics')" = 20 ]
+  [ "$(sqlite3 "$db" "SELECT count(*) FROM events WHERE kind = 'run_started'")" = 2 ]
+  [ "$(sqlite3 "$db" 'SELECT state FROM trials')" = completed ]
+  # The tables and the best trial.
+  run "$DLEXP" show pre
+  [[ $output == *"TRIAL"*"STATE"* && $output == *"t1"*"completed"* ]]
+  run "$DLEXP" best pre --metric loss --json
+  [ "$status" -eq 0 ]
+  [[ $output == *'"trial": "t1"'* ]]
+}
+
+@test "exp 2: concurrent writers from several jobs on several nodes, C++ and Python" {
+  # Four array tasks (trials <array>_<task>), two nodes each, all at once, and a Python
+  # program: ten writers appending to one experiment's journals concurrently.
+  arr=$(submit --export="ALL" -p low --array=0-3 -N2 --ntasks-per-node=1 -o "arr-%a.txt" \
+    --dl-experiment=conc --wrap "srun --mpi=pmix $DLRUN $DP --steps 100 --step-ms 10 --out $PWD/out-\$SLURM_ARRAY_TASK_ID.bin")
+  py=$(submit --export="ALL,PYTHONPATH=$DL_ROOT/python" -N1 -o py.txt --dl-experiment=conc \
+    --dl-trial=py --wrap "srun --mpi=pmix $DLRUN python3 -c 'import slurm_dl
+for s in range(300): slurm_dl.report_metrics(s, {\"x\": s / 7, \"y\": 1.0})'")
+  for t in 0 1 2 3; do wait_state "${arr}_$t" COMPLETED 120; done
+  wait_state "$py" COMPLETED 120
+  "$DLEXP" show conc --json | check_json '
+ids = sorted(t["id"] for t in d["trials"])
+assert ids == sorted(["'"$arr"'_%d" % i for i in range(4)] + ["py"]), ids
+assert all(t["state"] == "completed" for t in d["trials"]), d["trials"]'
+  "$DLEXP" metrics conc --json | check_json '
+from collections import Counter
+c = Counter((m["trial"], m["name"], m["step"]) for m in d["metrics"])
+assert max(c.values()) == 1, c.most_common(3)
+for i in range(4):
+    assert sorted(s for (t, n, s) in c if t == "'"$arr"'_%d" % i) == list(range(0, 100, 10)), i
+x = sorted((s, v) for (t, n, s) in c for v in [0] if t == "py" and n == "x")
+assert [s for s, _ in x] == list(range(300)), x[:5]
+py = [m for m in d["metrics"] if m["trial"] == "py" and m["name"] == "x"]
+assert all(abs(m["value"] - m["step"] / 7) < 1e-12 for m in py)'
+  # One journal per writer: per run a dlrun journal and a metrics journal (rank 0 only).
+  [ "$(ls "$DL_EXP_ROOT/conc/journals" | grep -c '^run-')" = 5 ]
+  [ "$(ls "$DL_EXP_ROOT/conc/journals" | grep -c '^metrics-')" = 5 ]
+  [ "$(stat -c %a "$DL_EXP_ROOT/conc/journals")" = 700 ]
+}
+
+@test "exp 3: dl-exp names an unknown experiment or trial; list, logs and export" {
+  job=$(submit -N1 --dl-experiment=small --dl-trial=only -o out.txt \
+    --wrap "srun --mpi=pmix $DLRUN $DP --steps 30 --step-ms 0 --out $PWD/out.bin")
+  wait_state "$job" COMPLETED 60
+  run "$DLEXP" show nosuch
+  [ "$status" -eq 2 ]
+  [[ $output == *"unknown experiment 'nosuch'"* ]]
+  run "$DLEXP" metrics small nosuch
+  [ "$status" -eq 2 ]
+  [[ $output == *"unknown trial 'nosuch' in experiment 'small' (trials: only)"* ]]
+  "$DLEXP" list --json | check_json '
+e = d["experiments"]; assert [x["id"] for x in e] == ["small"] and e[0]["trials"] == 1, e'
+  # The trial's log: the batch job's output file, shown by `dl-exp logs`.
+  "$DLEXP" logs small only --json | check_json '
+assert [l["path"] for l in d["logs"]] == ["'"$PWD"'/out.txt"], d["logs"]'
+  run "$DLEXP" logs small only
+  [[ $output == *"==> $PWD/out.txt <=="*"final step"* ]]
+  "$DLEXP" export small --format csv -o csv
+  "$DLEXP" export small --format json -o json
+  python3 -c '
+import csv, json
+rows = list(csv.DictReader(open("csv/metrics.csv")))
+assert [int(r["step"]) for r in rows] == [0, 10, 20], rows
+assert list(csv.DictReader(open("csv/trials.csv")))[0]["state"] == "completed"
+d = json.load(open("json/small.json"))
+assert len(d["metrics"]) == 3 and d["trials"][0]["id"] == "only"'
+  # TensorBoard event files, read back with protoc + python3-protobuf and crcmod's CRC-32C.
+  "$DLEXP" export small --format tensorboard -o tb
+  protoc -I"$DL_ROOT/tests/integration" --python_out=. "$DL_ROOT/tests/integration/exp_event.proto"
+  /usr/bin/python3 -c '
+import glob, json, struct, crcmod.predefined, exp_event_pb2
+crc = crcmod.predefined.mkCrcFun("crc-32c")
+mask = lambda b: ((((crc(b) >> 15) | (crc(b) << 17)) & 0xffffffff) + 0xa282ead8) & 0xffffffff
+files = glob.glob("tb/only/events.out.tfevents.*")
+assert len(files) == 1, files
+data, events = open(files[0], "rb").read(), []
+while data:
+    (n,), (lc,) = struct.unpack("<Q", data[:8]), struct.unpack("<I", data[8:12])
+    body, (dc,) = data[12:12 + n], struct.unpack("<I", data[12 + n:16 + n])
+    assert lc == mask(data[:8]) and dc == mask(body)
+    e = exp_event_pb2.Event(); e.ParseFromString(body); events.append(e)
+    data = data[16 + n:]
+assert events[0].file_version == "brain.Event:2"
+got = [(e.step, v.tag, v.simple_value) for e in events[1:] for v in e.summary.value]
+want = [(m["step"], m["name"], m["value"]) for m in json.load(open("json/small.json"))["metrics"]]
+assert [g[:2] for g in got] == [w[:2] for w in want] == [(0, "loss"), (10, "loss"), (20, "loss")], got
+assert all(abs(g[2] - w[2]) <= 1e-6 * abs(w[2]) for g, w in zip(got, want)), (got, want)'
+}
+
+@test "exp 4: dl-exp plot draws each trial's curve with gnuplot, as PNG and SVG" {
+  for t in a b; do
+    job=$(submit -N1 --dl-experiment=plots --dl-trial=$t -o "out-$t.txt" \
+      --wrap "srun --mpi=pmix $DLRUN $DP --steps 50 --step-ms 0 --out $PWD/out-$t.bin")
+    wait_state "$job" COMPLETED 60
+  done
+  "$DLEXP" plot plots -o curves.png
+  "$DLEXP" plot plots --metric loss -o curves.svg
+  python3 -c '
+import struct, zlib, xml.etree.ElementTree as ET
+png = open("curves.png", "rb").read()
+assert png[:8] == b"\x89PNG\r\n\x1a\n", png[:8]
+w, h = struct.unpack(">II", png[16:24]); assert (w, h) == (900, 600), (w, h)
+idat, pos = b"", 8
+while pos < len(png):
+    n, kind = struct.unpack(">I4s", png[pos:pos + 8]); pos += 8
+    if kind == b"IDAT": idat += png[pos:pos + n]
+    pos += n + 4
+assert len(set(zlib.decompress(idat))) > 4  # drawn, not one flat colour
+svg = ET.parse("curves.svg").getroot()
+text = " ".join("".join(e.itertext()) for e in svg.iter() if e.tag.endswith("text"))
+assert "plots: loss per trial" in text and "a" in text.split() and "b" in text.split(), text
+assert sum(1 for e in svg.iter() if e.tag.endswith("path")) >= 2'
+  run "$DLEXP" plot plots --metric acc -o x.png
+  [ "$status" -eq 2 ]
+  [[ $output == *"--metric=acc: not reported in experiment 'plots' (metrics: loss)"* ]]
+  run "$DLEXP" plot plots -o x.jpg
+  [ "$status" -eq 2 ]
+  [[ $output == *"-o x.jpg: expected a file name ending in .png or .svg"* ]]
+}
+
+@test "exp 5: show --follow shows the trial live and ends when it has ended" {
+  job=$(submit -N1 --dl-experiment=live --dl-trial=t -o out.txt \
+    --wrap "srun --mpi=pmix $DLRUN $DP --steps 150 --step-ms 50 --out $PWD/out.bin")
+  wait_until 60 '"$DLEXP" show live --json >/dev/null 2>&1'
+  timeout 90 "$DLEXP" show live --follow --json --interval 0.5 >follow.txt
+  wait_state "$job" COMPLETED 30
+  python3 -c '
+import json
+shots = [json.loads(l)["trials"] for l in open("follow.txt")]
+assert shots[0][0]["state"] == "running" and shots[-1][0]["state"] == "completed", shots
+steps = [s[0]["step"] for s in shots if s[0]["step"] is not None]
+assert len(set(steps)) >= 3 and steps == sorted(steps), steps'
+}
+
+@test "exp 6: dl-exp serve: headless Chromium shows the trials dl-exp --json shows, with curves" {
+  for t in a b; do
+    job=$(submit -N1 --dl-experiment=web --dl-trial=$t -o "out-$t.txt" \
+      --wrap "srun --mpi=pmix $DLRUN $DP --steps 40 --step-ms 0 --out $PWD/out-$t.bin")
+    wait_state "$job" COMPLETED 60
+  done
+  port=$((${DL_MINICLUSTER_PORT_BASE:-6800} + 90))
+  "$DLEXP" serve --port "$port" 2>serve.txt 3>&- &
+  echo $! >serve.pid
+  wait_until 20 "curl -sf http://127.0.0.1:$port/api/experiments >/dev/null"
+  # Bound to the loopback address only, by default.
+  ss -ltnH "sport = :$port" | awk '{print $4}' | grep -qx "127.0.0.1:$port"
+  [ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/api/show/nosuch")" = 404 ]
+  url="http://127.0.0.1:$port/?exp=web"
+  chrome=(timeout 60 chromium --headless --no-sandbox --disable-gpu --virtual-time-budget=5000)
+  "${chrome[@]}" --dump-dom "$url" 2>/dev/null >dom.html
+  "${chrome[@]}" --window-size=1200,900 --screenshot="$PWD/shot.png" "$url" 2>/dev/null
+  "$DLEXP" show web --json >show.json
+  # The page's trials and states are dl-exp's.
+  /usr/bin/python3 -c '
+import json, re
+page = re.findall(r"<tr data-trial=\"([^\"$]*)\" data-state=\"([^\"$]*)\"", open("dom.html").read())
+want = [(t["id"], t["state"]) for t in json.load(open("show.json"))["trials"]]
+assert sorted(page) == sorted(want) == [("a", "completed"), ("b", "completed")], (page, want)
+assert len(re.findall(r"<polyline fill=\"none\" stroke=\"#", open("dom.html").read())) == 2
+from PIL import Image
+img = Image.open("shot.png").convert("RGB")
+assert img.size == (1200, 900), img.size
+px = list(img.getdata())
+ink = sum(1 for p in px if p != (255, 255, 255))
+coloured = sum(1 for (r, g, b) in px if max(r, g, b) - min(r, g, b) > 60)
+assert ink > 0.01 * len(px) and coloured > 200, (ink, coloured)'
+}

@@ -1,0 +1,301 @@
+// The store on real files: concurrent writers (processes and threads), a writer killed
+// with SIGKILL while appending, a half-written record, re-merging.
+#include "exp/store.h"
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <set>
+#include <thread>
+#include <vector>
+
+#include "client/journal.h"
+#include "core/sysio.h"
+#include "dl/client.h"
+#include "exp/journal.h"
+#include "exp/writer.h"
+
+namespace dl::exp {
+
+using namespace dl::sys;  // files: join, open_file, list_dir, ...
+namespace {
+
+class StoreTest : public testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/dl-exp-test.XXXXXX";
+    ASSERT_NE(::mkdtemp(tmpl), nullptr);
+    root_ = tmpl;
+    dir_ = ensure_journals_dir(root_, "exp");
+  }
+  void TearDown() override { remove_tree(root_); }
+
+  static nlohmann::json metric(const std::string& trial, std::int64_t step, double v) {
+    return {{"kind", "metrics"},
+            {"trial", trial},
+            {"step", step},
+            {"time", 1.0 + step},
+            {"values", {{"loss", v}}}};
+  }
+
+  std::string root_, dir_;
+};
+
+// Every (trial, step) of `metrics` exactly once, steps 0..n-1 for each trial.
+void expect_each_once(const nlohmann::json& metrics, const std::set<std::string>& trials, int n) {
+  std::set<std::pair<std::string, std::int64_t>> seen;
+  for (const auto& m : metrics) {
+    EXPECT_TRUE(seen.emplace(m["trial"], m["step"]).second) << m.dump();
+  }
+  for (const auto& t : trials) {
+    for (int s = 0; s < n; ++s) EXPECT_TRUE(seen.count({t, s})) << t << " step " << s;
+  }
+  EXPECT_EQ(seen.size(), trials.size() * static_cast<std::size_t>(n));
+}
+
+TEST_F(StoreTest, ConcurrentWritersProcessesAndThreadsMergedWhileWriting) {
+  constexpr int kProcesses = 6, kThreads = 4, kRecords = 300;
+  std::vector<pid_t> children;
+  for (int p = 0; p < kProcesses; ++p) {
+    const pid_t pid = ::fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      // One journal per process, shared by its threads.
+      JournalWriter w(dir_, "run-p" + std::to_string(p));
+      std::vector<std::thread> threads;
+      for (int t = 0; t < kThreads; ++t) {
+        threads.emplace_back([&, t] {
+          const std::string trial = "p" + std::to_string(p) + "t" + std::to_string(t);
+          for (int s = 0; s < kRecords; ++s) w.append(metric(trial, s, s * 0.5), s % 50 == 0);
+        });
+      }
+      for (auto& th : threads) th.join();
+      ::_exit(0);
+    }
+    children.push_back(pid);
+  }
+  // Merges while the writers write: each merge sees a prefix, none duplicates.
+  Store store(root_, "exp");
+  for (int i = 0; i < 5; ++i) store.merge();
+  for (const pid_t pid : children) {
+    int status = 0;
+    ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+    ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  }
+  const MergeStats last = store.merge();
+  EXPECT_EQ(last.corrupt, 0u);
+  std::set<std::string> trials;
+  for (int p = 0; p < kProcesses; ++p) {
+    for (int t = 0; t < kThreads; ++t)
+      trials.insert("p" + std::to_string(p) + "t" + std::to_string(t));
+  }
+  expect_each_once(store.metrics(std::nullopt), trials, kRecords);
+  EXPECT_EQ(store.trials().size(), trials.size());
+}
+
+TEST_F(StoreTest, WriterKilledWithSigkillWhileAppendingLosesNothingComplete) {
+  int ready[2];
+  ASSERT_EQ(::pipe(ready), 0);
+  const pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    ::close(ready[0]);
+    JournalWriter w(dir_, "run-killed");
+    for (std::int64_t s = 0;; ++s) {
+      // Large records so that the kill often lands inside a write.
+      nlohmann::json r = metric("killed", s, 1.0);
+      r["pad"] = std::string(8192, 'x');
+      w.append(std::move(r), false);
+      if (s == 100) [[maybe_unused]]
+        auto n = ::write(ready[1], "x", 1);
+    }
+  }
+  ::close(ready[1]);
+  char c;
+  ASSERT_EQ(::read(ready[0], &c, 1), 1);
+  ::close(ready[0]);
+  ASSERT_EQ(::kill(pid, SIGKILL), 0);
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFSIGNALED(status));
+
+  // What the file holds: every complete line is a good record, numbered 1..n.
+  const auto names = list_dir(dir_);
+  ASSERT_EQ(names.size(), 1u);
+  const std::string bytes = read_file(join(dir_, names[0]), 1u << 30);
+  const Scan scan = scan_journal(bytes);
+  EXPECT_EQ(scan.corrupt, 0u);
+  ASSERT_GT(scan.records.size(), 100u);
+  for (std::size_t i = 0; i < scan.records.size(); ++i) EXPECT_EQ(scan.records[i]["seq"], i + 1);
+
+  Store store(root_, "exp");
+  store.merge();
+  store.merge();
+  const auto metrics = store.metrics(std::string("killed"));
+  expect_each_once(metrics, {"killed"}, static_cast<int>(scan.records.size()));
+}
+
+TEST_F(StoreTest, HalfWrittenRecordIsIgnoredThenTakenWhenComplete) {
+  JournalWriter w(dir_, "run-half");
+  w.append(metric("t", 0, 1.0), true);
+  // A record cut in the middle, as a full disk or a crash leaves it.
+  nlohmann::json next = metric("t", 1, 2.0);
+  next["seq"] = 2;
+  const std::string line = journal::frame(next.dump());
+  const std::string half = line.substr(0, line.size() / 2);
+  {
+    Fd fd = open_file(w.path(), O_WRONLY | O_APPEND);
+    ASSERT_EQ(::write(fd.get(), half.data(), half.size()), static_cast<ssize_t>(half.size()));
+  }
+  Store store(root_, "exp");
+  EXPECT_EQ(store.merge().records, 1u);
+  EXPECT_EQ(store.metrics(std::nullopt).size(), 1u);
+  // The rest arrives (a writer that was only slow): the record is taken, once.
+  {
+    Fd fd = open_file(w.path(), O_WRONLY | O_APPEND);
+    const std::string rest = line.substr(half.size());
+    ASSERT_EQ(::write(fd.get(), rest.data(), rest.size()), static_cast<ssize_t>(rest.size()));
+  }
+  EXPECT_EQ(store.merge().records, 1u);
+  expect_each_once(store.metrics(std::nullopt), {"t"}, 2);
+}
+
+TEST_F(StoreTest, TornRecordFollowedByOthersIsSkippedAndCounted) {
+  {
+    JournalWriter w(dir_, "run-torn");
+    w.append(metric("t", 0, 1.0), true);
+  }
+  const std::string path = join(dir_, list_dir(dir_)[0]);
+  {
+    Fd fd = open_file(path, O_WRONLY | O_APPEND);
+    const std::string garbage = "0badc0de {\"seq\":2,\"trial\":\"t\",\"ki\n";
+    ASSERT_EQ(::write(fd.get(), garbage.data(), garbage.size()),
+              static_cast<ssize_t>(garbage.size()));
+    nlohmann::json r = metric("t", 1, 2.0);
+    r["seq"] = 3;
+    const std::string line = journal::frame(r.dump());
+    ASSERT_EQ(::write(fd.get(), line.data(), line.size()), static_cast<ssize_t>(line.size()));
+  }
+  Store store(root_, "exp");
+  const MergeStats s = store.merge();
+  EXPECT_EQ(s.records, 2u);
+  EXPECT_EQ(s.corrupt, 1u);
+  expect_each_once(store.metrics(std::nullopt), {"t"}, 2);
+}
+
+TEST_F(StoreTest, RemergingNeverDuplicatesEvenWithoutTheKeptOffsets) {
+  {
+    JournalWriter w(dir_, "run-a");
+    for (int s = 0; s < 10; ++s) w.append(metric("a", s, s), false);
+    w.append({{"kind", "event"},
+              {"trial", "a"},
+              {"event", "run_started"},
+              {"time", 0.5},
+              {"restarts", 1},
+              {"job_id", "17"},
+              {"hparams", {{"lr", 0.1}}}},
+             true);
+    w.append({{"kind", "checkpoint"},
+              {"trial", "a"},
+              {"step", 9},
+              {"path", "/c/step-9"},
+              {"time", 11.0}},
+             true);
+    w.append({{"kind", "event"},
+              {"trial", "a"},
+              {"event", "completed"},
+              {"time", 12.0},
+              {"reason", "every rank completed"}},
+             true);
+  }
+  {
+    Store store(root_, "exp");
+    EXPECT_EQ(store.merge().records, 13u);
+    EXPECT_EQ(store.merge().records, 0u);
+  }
+  // Forget the offsets (as an older database would): the keys still hold.
+  ASSERT_EQ(
+      std::system(("sqlite3 " + database_path(root_, "exp") + " 'DELETE FROM journals'").c_str()),
+      0);
+  Store store(root_, "exp");
+  store.merge();
+  expect_each_once(store.metrics(std::nullopt), {"a"}, 10);
+  EXPECT_EQ(store.events(std::nullopt).size(), 2u);
+  EXPECT_EQ(store.checkpoints(std::nullopt).size(), 1u);
+  const auto trials = store.trials();
+  ASSERT_EQ(trials.size(), 1u);
+  EXPECT_EQ(trials[0]["state"], "completed");
+  EXPECT_EQ(trials[0]["job_id"], "17");
+  EXPECT_EQ(trials[0]["restarts"], 1);
+  EXPECT_EQ(trials[0]["hparams"]["lr"], 0.1);
+  EXPECT_EQ(trials[0]["step"], 9);
+}
+
+TEST_F(StoreTest, StateFollowsTheNewestEventWhateverTheMergeOrder) {
+  // Run 2's journal (requeued then resumed and completed) sorts before run 1's.
+  {
+    JournalWriter w(dir_, "run-a-2");
+    w.append({{"kind", "event"},
+              {"trial", "a"},
+              {"event", "run_started"},
+              {"time", 20.0},
+              {"reason", "resumed from /c/step-000000005"},
+              {"restarts", 1}},
+             true);
+    w.append({{"kind", "event"}, {"trial", "a"}, {"event", "completed"}, {"time", 30.0}}, true);
+  }
+  {
+    JournalWriter w(dir_, "run-a-1");
+    w.append({{"kind", "event"}, {"trial", "a"}, {"event", "run_started"}, {"time", 1.0}}, true);
+    w.append({{"kind", "checkpoint"},
+              {"trial", "a"},
+              {"step", 5},
+              {"time", 9.0},
+              {"path", "/c/step-000000005"}},
+             true);
+    w.append({{"kind", "event"}, {"trial", "a"}, {"event", "requeued"}, {"time", 10.0}}, true);
+  }
+  Store store(root_, "exp");
+  store.merge();
+  const auto trials = store.trials();
+  ASSERT_EQ(trials.size(), 1u);
+  EXPECT_EQ(trials[0]["state"], "completed");
+  EXPECT_EQ(trials[0]["restarts"], 1);
+  const auto ckpts = store.checkpoints(std::nullopt);
+  ASSERT_EQ(ckpts.size(), 1u);
+  EXPECT_EQ(ckpts[0]["verified"], true);  // run 2 resumed from it
+}
+
+TEST_F(StoreTest, ClientReportMetricsAppendsEveryCallToItsOwnJournal) {
+  ::setenv("DL_EXP_JOURNALS", dir_.c_str(), 1);
+  ::setenv("DL_EXP_TRIAL", "c1", 1);
+  ::unsetenv("DL_CLIENT_FILE");
+  for (int s = 0; s < 50; ++s) dl::report_metrics(s, {{"loss", 1.0 / (s + 1)}, {"acc", 0.5}});
+  const pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    // A forked child writes a journal of its own.
+    dl::report_metrics(50, {{"loss", 0.01}, {"acc", 0.5}});
+    ::_exit(0);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  EXPECT_EQ(list_dir(dir_).size(), 2u);
+  Store store(root_, "exp");
+  EXPECT_EQ(store.merge().corrupt, 0u);
+  const auto metrics = store.metrics(std::string("c1"));
+  EXPECT_EQ(metrics.size(), 102u);
+  nlohmann::json loss = nlohmann::json::array();
+  for (const auto& m : metrics) {
+    if (m["name"] == "loss") loss.push_back(m);
+  }
+  expect_each_once(loss, {"c1"}, 51);
+  EXPECT_DOUBLE_EQ(loss[2]["value"].get<double>(), 1.0 / 3);  // full precision
+}
+
+}  // namespace
+}  // namespace dl::exp
