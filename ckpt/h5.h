@@ -66,8 +66,11 @@ class File : public Handle {
   std::string path_;
 };
 
-File create_file(const std::string& path);
-File open_file(const std::string& path, bool writable);
+// `path` is what HDF5 opens (e.g. /proc/self/fd/N: a file this library already opened,
+// so HDF5 sees exactly that file, whatever names change meanwhile); `display` names it
+// in errors (default: `path`). create_file truncates the file at `path`.
+File create_file(const std::string& path, const std::string& display = "");
+File open_file(const std::string& path, bool writable, const std::string& display = "");
 
 // A dataset with contiguous storage allocated at creation and never filled: the
 // library writes the bytes itself at dataset_offset(), and HDF5 never touches them.
