@@ -9,8 +9,15 @@
 //   3. HDF5 stores the checksums (attributes of fixed size, overwritten in place);
 //   4. the bytes outside the datasets (HDF5's metadata) are hashed into the manifest,
 //      and the file is fsynced.
-// A reader checks the metadata hash before HDF5 parses a single byte of the file, so
-// HDF5 only ever parses metadata this library wrote.
+// A reader checks the metadata hash against the manifest before HDF5 parses a single
+// byte of the file, and HDF5 then opens that very file (through /proc/self/fd), so
+// accidental damage (bit rot, a torn or foreign file) never reaches HDF5's parser. This
+// is integrity, not authentication: whoever can write the checkpoint directory can also
+// rewrite the manifest with matching checksums and feed HDF5 any metadata (the
+// ckpt_h5_fuzzer target does exactly that). What keeps other users out is the
+// directory itself: it must belong to the job's user and not be writable by others
+// (the checkpoint-root check in spank/, the staging-directory check in checkpointer.cc),
+// so such metadata can only come from that user, attacking their own job.
 #pragma once
 
 #include <cstddef>
