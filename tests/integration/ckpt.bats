@@ -171,7 +171,7 @@ EOF
   run "$writer" save --dir "$small/ck" --step 2 --mib 16
   echo "$output"
   [ "$status" -eq 1 ]
-  [[ "$output" == *"couldn't write $small/ck/.tmp-step-000000002."*"/shard-00000-of-00001.h5.partial: No space left on device"* ]]
+  [[ "$output" == *"couldn't write $small/ck/.tmp-step-000000002."*"/shard-00000-of-00001.h5.partial."*": No space left on device"* ]]
   [ "$(ls -A "$small/ck" | tr '\n' ' ')" = "latest step-000000001 " ]
   [ "$(cat "$small/ck/latest")" = "step-000000001" ]
   run "$dlckpt" verify "$small/ck"
