@@ -285,10 +285,28 @@ ShardFile::ShardFile(const sys::Fd& dir, const Manifest& manifest, unsigned rank
 
 void ShardFile::check_size() const { check_size_is(path(), stat_size(fd_), shard_.bytes); }
 
+// The most HDF5 metadata a shard of `m` can have: the superblock, groups and attributes
+// this library writes are a few KiB per dataset, plus the root attributes that hold the
+// JSON the user gave (twice over for HDF5's own copies and alignment). More is not a shard
+// of ours, and reading it (a sparse file of a TiB, say) would take hours.
+std::uint64_t max_metadata_bytes(const Manifest& m, const ShardEntry& s) {
+  const std::uint64_t datasets = m.tensors.size() + s.rng.size();
+  return (std::uint64_t{64} << 20) + (std::uint64_t{64} << 10) * datasets +
+         2 * (m.hyperparameters.size() + m.user_metadata.size() + m.host.size() +
+              metrics_json(m.metrics).size());
+}
+
 void ShardFile::check_metadata() const {
   check_size();
-  const std::uint64_t sum =
-      metadata_checksum(fd_, data_ranges(manifest_, shard_.rank), shard_.bytes);
+  const std::vector<ByteRange> data = data_ranges(manifest_, shard_.rank);
+  std::uint64_t metadata = 0;
+  for (const ByteRange& gap : gaps(data, shard_.bytes)) metadata += gap.size;
+  if (metadata > max_metadata_bytes(manifest_, shard_)) {
+    corrupt(path(), fmt::format("{} bytes outside its datasets, more than a shard's HDF5 "
+                                "metadata can be ({} at most)",
+                                metadata, max_metadata_bytes(manifest_, shard_)));
+  }
+  const std::uint64_t sum = metadata_checksum(fd_, data, shard_.bytes);
   if (sum != shard_.metadata_xxh3) {
     corrupt(path(), fmt::format("HDF5 metadata checksum mismatch (manifest {}, file {})",
                                 hex64(shard_.metadata_xxh3), hex64(sum)));

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "ckpt/manifest.h"
 #include "ckpt/store.h"
 #include "core/error.h"
 #include "tests/unit/ckpt/test_util.h"
@@ -189,7 +190,9 @@ class CkptNonRegular : public ::testing::Test {
     EXPECT_EQ(loaded->meta.step, 100u);
     EXPECT_EQ(w, m.w);
     EXPECT_EQ(latest_valid(dir.path(), Verify::full), dir / "step-000000100");
-    EXPECT_EQ(latest_valid(dir.path(), Verify::quick), dir / "step-000000100");
+    if (quick_sees_it) {
+      EXPECT_EQ(latest_valid(dir.path(), Verify::quick), dir / "step-000000100");
+    }
     const auto listed = list_checkpoints(dir.path(), Verify::metadata);
     ASSERT_EQ(listed.size(), 2u);
     EXPECT_FALSE(listed[1].valid);
@@ -200,6 +203,7 @@ class CkptNonRegular : public ::testing::Test {
 
   TempDir dir;
   Model m;
+  bool quick_sees_it = true;  // Verify::quick checks types and sizes only
 };
 
 TEST_F(CkptNonRegular, AFifoAsManifest) {
@@ -233,6 +237,17 @@ TEST_F(CkptNonRegular, ALinkToDevZeroAsShard) {
 
 TEST_F(CkptNonRegular, ASparseOneTebibyteShard) {
   ASSERT_EQ(::truncate(shard().c_str(), off_t{1} << 40), 0);
+  expect_falls_back();
+}
+
+// The same with a manifest that agrees (as its user could write it): the 1 TiB outside
+// the datasets would be hashed as HDF5 metadata, for hours.
+TEST_F(CkptNonRegular, ASparseOneTebibyteShardTheManifestAgreesWith) {
+  ASSERT_EQ(::truncate(shard().c_str(), off_t{1} << 40), 0);
+  Manifest mf = manifest_from_json(sys::read_file(manifest(), 1 << 20), manifest());
+  mf.shards[0].bytes = std::uint64_t{1} << 40;
+  test::write_bytes(manifest(), manifest_to_json(mf));
+  quick_sees_it = false;
   expect_falls_back();
 }
 
