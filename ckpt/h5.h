@@ -98,6 +98,8 @@ void overwrite_attr(const File& file, hid_t object, const char* name, std::uint6
 
 std::uint64_t read_attr_u64(const File& file, hid_t object, const char* name);
 Shape read_attr_u64s(const File& file, hid_t object, const char* name);
+// Not for files others may have written: libhdf5 allocates the length the file claims
+// for a variable-length string (up to 4 GiB) before reading it.
 std::string read_attr_string(const File& file, hid_t object, const char* name);
 
 // The native (file) type of a dtype: little-endian IEEE floats and two's complement

@@ -168,9 +168,9 @@ void check_structure(const sys::Fd& fd, const Manifest& m, const ShardEntry& s) 
   const std::string& path = fd.path();
   h5::File file = h5::open_file(fd_path(fd), false, path);
   const hid_t root = file.get();
-  if (h5::read_attr_string(file, root, "dl_format") != kFormatName) {
-    corrupt(path, "not a dl-ckpt shard");
-  }
+  // No string attribute is read here ("dl_format", "dtype" are for h5py users): libhdf5
+  // allocates whatever length a variable-length string in the file claims (up to 4 GiB)
+  // before reading it. The numeric attributes and the dataset types say the same.
   const std::uint64_t version = h5::read_attr_u64(file, root, "format_version");
   if (version != static_cast<std::uint64_t>(m.format_version)) {
     corrupt(path,
@@ -192,9 +192,6 @@ void check_structure(const sys::Fd& fd, const Manifest& m, const ShardEntry& s) 
     }
     if (!h5::dataset_has_type(file, ds, dtype)) {
       corrupt(path, fmt::format("{} is not stored as {}", name, dtype_name(dtype)));
-    }
-    if (h5::read_attr_string(file, ds.get(), "dtype") != dtype_name(dtype)) {
-      corrupt(path, fmt::format("{}: dtype attribute is not {}", name, dtype_name(dtype)));
     }
     if (h5::dataset_shape(file, ds) != shape) {
       corrupt(path, fmt::format("{}: shape differs from the manifest", name));
