@@ -20,6 +20,7 @@
 #include "launcher/rank_log.h"
 #include "launcher/restart.h"
 #include "launcher/restart_state.h"
+#include "launcher/resume.h"
 #include "launcher/status.h"
 
 namespace dl {
@@ -215,6 +216,16 @@ TEST_F(RestartHistoryFile, LinksPlantedAtItsNamesAreNotWrittenThrough) {
   write_history(path, {1, 0});
   EXPECT_EQ(dl::sys::read_file(victim, 100), "precious");
   EXPECT_EQ(read_history(path).failures, 1u);
+}
+
+// Issue 12, item 2: a newer checkpoint counts as progress only if every checksum
+// verifies (the lookup is latest_valid at this level, tested in ckpt_test), so a corrupt
+// one never resets the stalled-run count.
+TEST(Restart, ProgressIsJudgedByEveryChecksum) {
+  EXPECT_EQ(kProgressCheck, CheckLevel::full);
+  // A run that left only a corrupt newer checkpoint: the lookup finds the old step.
+  const auto d = decide_restart({10, 1}, {0, 1}, RunEnd::stopped, 200, 200);
+  EXPECT_EQ(d.action, RestartAction::hold);
 }
 
 TEST(Restart, CompletedFinishes) {
