@@ -1,6 +1,7 @@
 // Saving: Checkpointer (sync and async), the commit protocol and retention.
 #include <dl/ckpt.h>
 #include <fmt/format.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -159,52 +160,90 @@ struct Checkpointer::Impl {
   std::chrono::nanoseconds copy_time{0};
   std::chrono::nanoseconds backpressure_wait{0};
 
-  std::string staging_path(std::uint64_t step) const {
-    return sys::join(opt.dir, staging_dir_name(step, opt.run_id));
-  }
-
   std::string persist(const Prepared& p);
-  void commit(const Manifest& own, const std::string& staging);
-  void clean_up(std::uint64_t committed_step);
+  void commit(const Manifest& own, const sys::Fd& dir, const sys::Fd& staging);
+  void clean_up(const sys::Fd& dir, std::uint64_t committed_step);
   void apply_retention();
 };
+
+namespace {
+
+// The staging directory of a save, held open: every file of the save is created inside
+// it by descriptor, so nothing planted at a name in the checkpoint directory (a link, a
+// FIFO, a directory of someone else's) is ever written through. Alone, a rank never
+// reuses one it finds; with other ranks, whichever comes first creates it and the others
+// join it only if it is a real directory of this user.
+sys::Fd open_staging(const sys::Fd& dir, const std::string& name, bool alone, bool& created) {
+  created = sys::make_dir_at(dir, name);
+  if (!created && alone) {
+    sys::remove_tree_at(dir, name);
+    created = sys::make_dir_at(dir, name);
+    if (!created) {
+      throw SystemError(
+          fmt::format("couldn't create {}: it keeps coming back", sys::join(dir.path(), name)));
+    }
+  }
+  sys::Fd staging = sys::open_dir_at(dir, name);
+  struct stat st;
+  if (::fstat(staging.get(), &st) != 0) {
+    throw SystemError(fmt::format("couldn't stat {}: {}", staging.path(), std::strerror(errno)));
+  }
+  if (st.st_uid != ::geteuid() || (st.st_mode & S_IWOTH)) {
+    throw SystemError(fmt::format(
+        "refusing staging directory {}: owned by uid {} with mode {:o}, expected this user's "
+        "(uid {}) and not writable by others",
+        staging.path(), st.st_uid, st.st_mode & 07777, ::geteuid()));
+  }
+  return staging;
+}
+
+}  // namespace
 
 std::string Checkpointer::Impl::persist(const Prepared& p) {
   const Manifest& skeleton = p.fragment;
   const unsigned rank = opt.rank;
-  const std::string staging = staging_path(skeleton.step);
-  const std::string shard = sys::join(staging, shard_file_name(rank, opt.world_size));
-  const std::string partial = shard + ".partial";
-  const std::string fragment_path = sys::join(staging, fragment_file_name(rank, opt.world_size));
-  const bool created = sys::make_dir(staging);
+  const sys::Fd dir = sys::open_dir(opt.dir);
+  const std::string staging_name = staging_dir_name(skeleton.step, opt.run_id);
+  const std::string shard_name = shard_file_name(rank, opt.world_size);
+  const std::string fragment_name = fragment_file_name(rank, opt.world_size);
+  bool created = false;
+  const sys::Fd staging = open_staging(dir, staging_name, opt.world_size == 1, created);
+  std::string partial;
   Manifest fragment;
   try {
-    fragment = write_shard(partial, skeleton,
+    // An unpredictable name, created exclusively: a link or FIFO planted at the shard's
+    // name is replaced by the rename below, never opened.
+    sys::Fd file = sys::create_unique_at(staging, shard_name + ".partial.", O_RDWR, 0666);
+    partial = sys::base_name(file.path());
+    fragment = write_shard(file, skeleton,
                            [&](std::size_t i, std::vector<std::byte>&) { return p.sources[i]; });
-    sys::rename_path(partial, shard);
+    file.close();
+    sys::rename_at(staging, partial, staging, shard_name);
     // The fragment's arrival tells rank 0 that this shard is complete and durable (its
     // fsync of the staging directory covers the rename above). Rank 0's own rename is
     // covered by the same fsync when it writes the manifest.
-    if (rank != 0) sys::write_file_durably(fragment_path, manifest_to_json(fragment));
+    if (rank != 0) sys::write_file_durably_at(staging, fragment_name, manifest_to_json(fragment));
   } catch (...) {
     // Leave nothing behind: another attempt must not find a stale shard of ours.
-    for (const std::string& path : {partial, shard, fragment_path}) {
-      sys::calls().unlink(path.c_str());
+    for (const std::string& name : {partial, shard_name, fragment_name}) {
+      if (!name.empty()) sys::calls().unlink(staging.get(), name.c_str(), 0);
     }
-    if (created || opt.world_size == 1) sys::calls().rmdir(staging.c_str());
+    if (created || opt.world_size == 1) {
+      sys::calls().unlink(dir.get(), staging_name.c_str(), AT_REMOVEDIR);
+    }
     throw;
   }
   if (rank == 0) {
     try {
-      commit(fragment, staging);
+      commit(fragment, dir, staging);
     } catch (...) {
       // Alone, rank 0 owns the staging directory; with others, their files may be in it
       // and a later commit's clean-up removes it.
-      if (opt.world_size == 1 && sys::file_type(staging) == sys::FileType::directory) {
+      if (opt.world_size == 1) {
         try {
-          sys::remove_tree(staging);
+          sys::remove_tree_at(dir, staging_name);
         } catch (const std::exception& e) {
-          dl::log(LogLevel::warning, "couldn't remove {}: {}", staging, e.what());
+          dl::log(LogLevel::warning, "couldn't remove {}: {}", staging.path(), e.what());
         }
       }
       throw;
@@ -213,8 +252,9 @@ std::string Checkpointer::Impl::persist(const Prepared& p) {
   return sys::join(opt.dir, step_dir_name(skeleton.step));
 }
 
-void Checkpointer::Impl::commit(const Manifest& own, const std::string& staging) {
+void Checkpointer::Impl::commit(const Manifest& own, const sys::Fd& dir, const sys::Fd& staging) {
   const std::uint64_t step = own.step;
+  const std::string staging_name = sys::base_name(staging.path());
   std::vector<Manifest> fragments{own};
   if (opt.world_size > 1) {
     std::set<unsigned> missing;
@@ -223,49 +263,50 @@ void Checkpointer::Impl::commit(const Manifest& own, const std::string& staging)
     auto pause = std::chrono::milliseconds(5);
     while (!missing.empty()) {
       for (auto it = missing.begin(); it != missing.end();) {
-        const std::string path = sys::join(staging, fragment_file_name(*it, opt.world_size));
-        if (sys::file_type(path) != sys::FileType::file) {
+        const std::string name = fragment_file_name(*it, opt.world_size);
+        if (sys::file_type_at(staging, name) != sys::FileType::file) {
           ++it;
           continue;
         }
-        fragments.push_back(
-            manifest_from_json(sys::read_file(path, std::size_t{1} << 30), path, true));
+        fragments.push_back(manifest_from_json(sys::read_file_at(staging, name, kMaxManifestBytes),
+                                               sys::join(staging.path(), name), true));
         it = missing.erase(it);
       }
       if (missing.empty()) break;
       if (std::chrono::steady_clock::now() > deadline) {
         throw SystemError(
             fmt::format("couldn't commit step {}: no shard from rank(s) {} after {} s in {}", step,
-                        fmt::join(missing, ", "), opt.commit_timeout.count(), staging));
+                        fmt::join(missing, ", "), opt.commit_timeout.count(), staging.path()));
       }
       std::this_thread::sleep_for(pause);
       pause = std::min(pause * 2, std::chrono::milliseconds(500));
     }
   }
   const Manifest manifest =
-      merge_fragments(std::move(fragments), sys::join(staging, kManifestName));
+      merge_fragments(std::move(fragments), sys::join(staging.path(), kManifestName));
   for (unsigned r = 1; r < opt.world_size; ++r) {
-    sys::remove_file(sys::join(staging, fragment_file_name(r, opt.world_size)));
+    sys::remove_file_at(staging, fragment_file_name(r, opt.world_size));
   }
-  sys::write_file_durably(sys::join(staging, kManifestName), manifest_to_json(manifest));
+  sys::write_file_durably_at(staging, kManifestName, manifest_to_json(manifest));
 
-  const std::string final_path = sys::join(opt.dir, step_dir_name(step));
-  if (sys::file_type(final_path) == sys::FileType::missing) {
-    sys::rename_path(staging, final_path);
-    sys::fsync_dir(opt.dir);
+  const std::string final_name = step_dir_name(step);
+  const std::string final_path = sys::join(opt.dir, final_name);
+  if (sys::file_type_at(dir, final_name) == sys::FileType::missing) {
+    sys::rename_at(dir, staging_name, dir, final_name);
+    sys::fsync_fd(dir);
   } else {
     // Saving a step again replaces it in one atomic exchange; the old copy then goes.
-    sys::rename_path(staging, final_path, true);
-    sys::fsync_dir(opt.dir);
-    remove_step_dir(opt.dir, staging, step);
+    sys::rename_at(dir, staging_name, dir, final_name, true);
+    sys::fsync_fd(dir);
+    remove_step_dir(dir, staging_name, step);
   }
   const std::vector<StepDir> steps = committed_steps(opt.dir);
-  if (steps.empty() || steps.front().step <= step) write_latest(opt.dir, step);
+  if (steps.empty() || steps.front().step <= step) write_latest(dir, step);
   dl::log(LogLevel::verbose, "checkpoint {} committed", final_path);
 
   // The checkpoint is safe now: failures to tidy up are reported, not thrown.
   try {
-    clean_up(step);
+    clean_up(dir, step);
     apply_retention();
   } catch (const std::exception& e) {
     dl::log(LogLevel::warning, "checkpoint {} committed, but cleaning up {} failed: {}", final_path,
@@ -273,17 +314,20 @@ void Checkpointer::Impl::commit(const Manifest& own, const std::string& staging)
   }
 }
 
-void Checkpointer::Impl::clean_up(std::uint64_t committed_step) {
-  for (const std::string& name : sys::list_dir(opt.dir)) {
-    const std::string path = sys::join(opt.dir, name);
+void Checkpointer::Impl::clean_up(const sys::Fd& dir, std::uint64_t committed_step) {
+  // Everything goes by name relative to `dir` and without following links: a link planted
+  // at one of these names is removed as a link.
+  for (const std::string& name : sys::list_dir_fd(dir)) {
     if (is_deleting_dir_name(name)) {
-      sys::remove_tree(path);
+      sys::remove_tree_at(dir, name);
     } else if (const auto staging = parse_staging_dir_name(name)) {
       // Other run ids are crashed earlier attempts; ours below this step are saves that
       // never committed. Ours above may be in progress on other ranks.
-      if (staging->run_id != opt.run_id || staging->step < committed_step) sys::remove_tree(path);
+      if (staging->run_id != opt.run_id || staging->step < committed_step) {
+        sys::remove_tree_at(dir, name);
+      }
     } else if (name.rfind(std::string(kLatestName) + ".tmp.", 0) == 0) {
-      sys::remove_file(path);
+      sys::remove_file_at(dir, name);
     }
   }
 }

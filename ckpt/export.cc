@@ -1,5 +1,6 @@
 // export_hdf5: a checkpoint of any world size as one HDF5 file with whole tensors.
 #include <dl/ckpt.h>
+#include <fcntl.h>
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -34,15 +35,19 @@ void export_hdf5(const std::string& step_dir, const std::string& out_file) {
     reader.read(t.name, t.dtype, scratch.data());
     return scratch.data();
   };
-  const std::string tmp = fmt::format("{}.tmp.{}", out_file, ::getpid());
+  const sys::Fd out_dir = sys::open_dir(sys::parent_dir(out_file));
+  const std::string out_name = sys::base_name(out_file);
+  sys::Fd file = sys::create_unique_at(out_dir, "." + out_name + ".tmp.", O_RDWR, 0666);
+  const std::string tmp = sys::base_name(file.path());
   try {
-    write_shard(tmp, f, source);
-    sys::rename_path(tmp, out_file);
+    write_shard(file, f, source);
+    file.close();
+    sys::rename_at(out_dir, tmp, out_dir, out_name);
   } catch (...) {
-    sys::calls().unlink(tmp.c_str());
+    sys::calls().unlink(out_dir.get(), tmp.c_str(), 0);
     throw;
   }
-  sys::fsync_dir(sys::parent_dir(out_file));
+  sys::fsync_fd(out_dir);
 }
 
 }  // namespace dl::ckpt

@@ -162,18 +162,20 @@ void File::close() {
   if (id >= 0 && H5Fclose(id) < 0) fail("close HDF5 file", path_);
 }
 
-File create_file(const std::string& path) {
-  Handle fapl = file_access_plist(path);
+File create_file(const std::string& path, const std::string& display) {
+  const std::string& name = display.empty() ? path : display;
+  Handle fapl = file_access_plist(name);
   return File(check_id(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl.get()),
-                       "create HDF5 file", path),
-              path);
+                       "create HDF5 file", name),
+              name);
 }
 
-File open_file(const std::string& path, bool writable) {
-  Handle fapl = file_access_plist(path);
+File open_file(const std::string& path, bool writable, const std::string& display) {
+  const std::string& name = display.empty() ? path : display;
+  Handle fapl = file_access_plist(name);
   return File(check_id(H5Fopen(path.c_str(), writable ? H5F_ACC_RDWR : H5F_ACC_RDONLY, fapl.get()),
-                       "open HDF5 file", path),
-              path);
+                       "open HDF5 file", name),
+              name);
 }
 
 Handle file_type(DType dtype) {

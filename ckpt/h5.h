@@ -66,8 +66,11 @@ class File : public Handle {
   std::string path_;
 };
 
-File create_file(const std::string& path);
-File open_file(const std::string& path, bool writable);
+// `path` is what HDF5 opens (e.g. /proc/self/fd/N: a file this library already opened,
+// so HDF5 sees exactly that file, whatever names change meanwhile); `display` names it
+// in errors (default: `path`). create_file truncates the file at `path`.
+File create_file(const std::string& path, const std::string& display = "");
+File open_file(const std::string& path, bool writable, const std::string& display = "");
 
 // A dataset with contiguous storage allocated at creation and never filled: the
 // library writes the bytes itself at dataset_offset(), and HDF5 never touches them.
@@ -95,6 +98,8 @@ void overwrite_attr(const File& file, hid_t object, const char* name, std::uint6
 
 std::uint64_t read_attr_u64(const File& file, hid_t object, const char* name);
 Shape read_attr_u64s(const File& file, hid_t object, const char* name);
+// Not for files others may have written: libhdf5 allocates the length the file claims
+// for a variable-length string (up to 4 GiB) before reading it.
 std::string read_attr_string(const File& file, hid_t object, const char* name);
 
 // The native (file) type of a dtype: little-endian IEEE floats and two's complement

@@ -106,8 +106,8 @@ std::optional<StagingName> parse_staging_dir_name(std::string_view name) {
   return StagingName{*step, std::string(run_id)};
 }
 
-std::string deleting_dir_name(std::uint64_t step, long pid) {
-  return fmt::format("{}{}.{}", kDeletingPrefix, step_dir_name(step), pid);
+std::string deleting_dir_name(std::uint64_t step, std::string_view token) {
+  return fmt::format("{}{}.{}", kDeletingPrefix, step_dir_name(step), token);
 }
 
 bool is_deleting_dir_name(std::string_view name) {

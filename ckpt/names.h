@@ -5,7 +5,7 @@
 //   DIR/step-000001200/manifest.json     the index, written last: its presence commits
 //   DIR/step-000001200/shard-00000-of-00004.h5
 //   DIR/.tmp-step-000001300.<run id>/    a save in progress (invisible to readers)
-//   DIR/.del-step-000000800.<pid>/       a checkpoint being removed
+//   DIR/.del-step-000000800.<random>/    a checkpoint being removed
 #pragma once
 
 #include <cstdint>
@@ -42,9 +42,10 @@ struct StagingName {
 };
 std::optional<StagingName> parse_staging_dir_name(std::string_view name);
 
-// ".del-step-000000800.<pid>": a checkpoint is renamed to this before its files are
-// removed, so that a crash half-way never leaves a half-deleted visible checkpoint.
-std::string deleting_dir_name(std::uint64_t step, long pid);
+// ".del-step-000000800.<token>": a checkpoint is renamed to this before its files are
+// removed, so that a crash half-way never leaves a half-deleted visible checkpoint. The
+// token is random, so nobody can plant something at the name beforehand.
+std::string deleting_dir_name(std::uint64_t step, std::string_view token);
 bool is_deleting_dir_name(std::string_view name);
 
 // Tensor names are '/'-separated paths of components made of [A-Za-z0-9_.:+-], none

@@ -20,6 +20,7 @@ namespace dl::ckpt {
 
 struct Reader::Impl {
   std::string path;
+  sys::Fd dir;  // the step directory: shards are opened inside it, never by a path again
   Manifest manifest;
   Metadata meta;
   mutable std::mutex mutex;
@@ -30,7 +31,7 @@ struct Reader::Impl {
   ShardFile& shard(unsigned rank) const {
     auto& slot = open_shards[rank];
     if (!slot) {
-      auto file = std::make_unique<ShardFile>(path, manifest, rank);
+      auto file = std::make_unique<ShardFile>(dir, manifest, rank);
       check(*file, rank);
       slot = std::move(file);
     }
@@ -81,9 +82,10 @@ Reader::~Reader() = default;
 Reader Reader::open(const std::string& step_dir, Verify level) {
   auto impl = std::make_unique<Impl>();
   impl->path = step_dir;
-  impl->manifest = read_manifest(step_dir);
+  impl->dir = open_step_dir(step_dir);
+  impl->manifest = read_manifest(impl->dir);
   impl->meta = metadata_of(impl->manifest);
-  for (const ShardEntry& s : impl->manifest.shards) check_shard_size(step_dir, s);
+  for (const ShardEntry& s : impl->manifest.shards) check_shard_size(impl->dir, s);
   Reader reader(std::move(impl));
   reader.verify(level);
   return reader;
@@ -186,21 +188,20 @@ void Reader::verify(Verify level) const {
   if (level == Verify::quick) return;
   const Manifest& m = impl_->manifest;
   std::lock_guard<std::mutex> lock(impl_->mutex);
-  std::vector<std::byte> scratch;
   for (const ShardEntry& s : m.shards) {
-    ShardFile file(impl_->path, m, s.rank);
+    ShardFile file(impl_->dir, m, s.rank);
     impl_->check(file, s.rank);
     if (level != Verify::full) continue;
     for (const TensorEntry& t : m.tensors) {
       for (const Piece& p : t.pieces) {
         if (p.rank != s.rank) continue;
-        scratch.resize(static_cast<std::size_t>(piece_bytes(t, p)));
-        impl_->read_piece(file, t, p, scratch.data());
+        if (const std::uint64_t n = piece_bytes(t, p); n > 0) {
+          file.verify_range(*p.file_offset, n, p.xxh3, "tensor " + t.name);
+        }
       }
     }
     for (const BlobEntry& b : s.rng) {
-      scratch.resize(static_cast<std::size_t>(b.bytes));
-      impl_->read_blob(file, b, scratch.data());
+      if (b.file_offset) file.verify_range(*b.file_offset, b.bytes, b.xxh3, "RNG state " + b.name);
     }
   }
 }
@@ -283,8 +284,23 @@ std::vector<std::string> prune(const std::string& dir, const Retention& policy, 
     entries.push_back({c.step, c.valid, c.meta.metrics});
     paths[c.step] = c.path;
   }
+  // Resume takes the newest checkpoint whose every checksum verifies (dlrun's default
+  // --resume-verify=full): that one must survive whatever the metadata check says.
+  const auto passes_resume_check = [&](std::uint64_t step) {
+    try {
+      Reader::open(paths.at(step), Verify::full);
+      return true;
+    } catch (const CorruptError& e) {
+      log(LogLevel::warning, "checkpoint {} is unusable, retention keeps an older one: {}",
+          paths.at(step), e.what());
+    } catch (const SystemError& e) {
+      log(LogLevel::warning, "checkpoint {} is unusable, retention keeps an older one: {}",
+          paths.at(step), e.what());
+    }
+    return false;
+  };
   std::vector<std::string> removed;
-  for (std::uint64_t step : steps_to_remove(entries, policy)) {
+  for (std::uint64_t step : steps_to_remove(entries, policy, passes_resume_check)) {
     if (!dry_run) remove_step_dir(dir, paths.at(step), step);
     removed.push_back(paths.at(step));
   }

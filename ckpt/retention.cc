@@ -54,4 +54,18 @@ std::vector<std::uint64_t> steps_to_remove(std::vector<RetentionEntry> entries,
   return remove;
 }
 
+std::vector<std::uint64_t> steps_to_remove(
+    std::vector<RetentionEntry> entries, const Retention& policy,
+    const std::function<bool(std::uint64_t step)>& passes_resume_check) {
+  if (steps_to_remove(entries, policy).empty()) return {};
+  std::sort(entries.begin(), entries.end(),
+            [](const RetentionEntry& a, const RetentionEntry& b) { return a.step > b.step; });
+  for (RetentionEntry& e : entries) {
+    if (!e.valid) continue;
+    if (passes_resume_check(e.step)) break;
+    e.valid = false;
+  }
+  return steps_to_remove(std::move(entries), policy);
+}
+
 }  // namespace dl::ckpt

@@ -4,6 +4,7 @@
 #include <dl/ckpt_types.h>
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -26,5 +27,16 @@ void validate_retention(const Retention& policy);
 // newer invalid ones are left for a human to look at.
 std::vector<std::uint64_t> steps_to_remove(std::vector<RetentionEntry> entries,
                                            const Retention& policy);
+
+// The same, with validity judged as resume judges it before anything goes. `entries`
+// come from a cheap check (manifest and HDF5 metadata); when that would remove
+// something, the checkpoints it calls valid are handed to `passes_resume_check` (every
+// checksum, what dlrun's --resume-verify=full does) newest first until one passes, and
+// those that fail count as invalid. So the newest checkpoint a restart would resume
+// from is never removed, even when newer ones look fine but hold corrupt data, and
+// nothing is removed when none passes.
+std::vector<std::uint64_t> steps_to_remove(
+    std::vector<RetentionEntry> entries, const Retention& policy,
+    const std::function<bool(std::uint64_t step)>& passes_resume_check);
 
 }  // namespace dl::ckpt

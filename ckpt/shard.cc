@@ -68,8 +68,8 @@ void write_root_attributes(const h5::File& file, const Manifest& f) {
 }
 
 // Phase 1: the structure, with placeholder checksums. Fills in the file offsets.
-void create_structure(const std::string& path, Manifest& f) {
-  h5::File file = h5::create_file(path);
+void create_structure(const sys::Fd& fd, Manifest& f) {
+  h5::File file = h5::create_file(fd_path(fd), fd.path());
   write_root_attributes(file, f);
   for (TensorEntry& t : f.tensors) {
     Piece& p = t.pieces.front();
@@ -137,8 +137,8 @@ std::uint64_t write_data(const sys::Fd& fd, WriteBehind& behind, const void* dat
 }
 
 // Phase 3.
-void store_checksums(const std::string& path, const Manifest& f) {
-  h5::File file = h5::open_file(path, true);
+void store_checksums(const sys::Fd& fd, const Manifest& f) {
+  h5::File file = h5::open_file(fd_path(fd), true, fd.path());
   for (const TensorEntry& t : f.tensors) {
     h5::Handle ds = h5::open_dataset(file, tensor_dataset(t));
     h5::overwrite_attr(file, ds.get(), "xxh3_64", t.pieces.front().xxh3);
@@ -161,13 +161,16 @@ void check_size_is(const std::string& path, std::uint64_t size, std::uint64_t ex
   }
 }
 
-// The HDF5 side of a shard must say what the manifest says.
-void check_structure(const std::string& path, const Manifest& m, const ShardEntry& s) {
-  h5::File file = h5::open_file(path, false);
+// The HDF5 side of a shard must say what the manifest says. HDF5 reads the very file
+// whose metadata checksum was just verified (through /proc/self/fd), not whatever the
+// name points to by now.
+void check_structure(const sys::Fd& fd, const Manifest& m, const ShardEntry& s) {
+  const std::string& path = fd.path();
+  h5::File file = h5::open_file(fd_path(fd), false, path);
   const hid_t root = file.get();
-  if (h5::read_attr_string(file, root, "dl_format") != kFormatName) {
-    corrupt(path, "not a dl-ckpt shard");
-  }
+  // No string attribute is read here ("dl_format", "dtype" are for h5py users): libhdf5
+  // allocates whatever length a variable-length string in the file claims (up to 4 GiB)
+  // before reading it. The numeric attributes and the dataset types say the same.
   const std::uint64_t version = h5::read_attr_u64(file, root, "format_version");
   if (version != static_cast<std::uint64_t>(m.format_version)) {
     corrupt(path,
@@ -189,9 +192,6 @@ void check_structure(const std::string& path, const Manifest& m, const ShardEntr
     }
     if (!h5::dataset_has_type(file, ds, dtype)) {
       corrupt(path, fmt::format("{} is not stored as {}", name, dtype_name(dtype)));
-    }
-    if (h5::read_attr_string(file, ds.get(), "dtype") != dtype_name(dtype)) {
-      corrupt(path, fmt::format("{}: dtype attribute is not {}", name, dtype_name(dtype)));
     }
     if (h5::dataset_shape(file, ds) != shape) {
       corrupt(path, fmt::format("{}: shape differs from the manifest", name));
@@ -224,10 +224,11 @@ void check_structure(const std::string& path, const Manifest& m, const ShardEntr
 
 }  // namespace
 
-Manifest write_shard(const std::string& path, Manifest f, const ItemSource& source) {
+std::string fd_path(const sys::Fd& fd) { return fmt::format("/proc/self/fd/{}", fd.get()); }
+
+Manifest write_shard(const sys::Fd& fd, Manifest f, const ItemSource& source) {
   h5::ErrorSilencer quiet;
-  create_structure(path, f);
-  sys::Fd fd = sys::open_file(path, O_RDWR);
+  create_structure(fd, f);
   std::vector<std::byte> scratch;
   WriteBehind behind(fd);
   std::size_t index = 0;
@@ -241,40 +242,75 @@ Manifest write_shard(const std::string& path, Manifest f, const ItemSource& sour
     b.xxh3 = write_data(fd, behind, source(index++, scratch), b.bytes, b.file_offset,
                         "RNG state " + b.name);
   }
-  store_checksums(path, f);
+  store_checksums(fd, f);
   s.bytes = stat_size(fd);
   s.metadata_xxh3 = metadata_checksum(fd, data_ranges(f, s.rank), s.bytes);
   sys::fsync_fd(fd);
-  fd.close();
-  validate_manifest(f, path, true);
+  validate_manifest(f, fd.path(), true);
   return f;
 }
 
-void check_shard_size(const std::string& dir, const ShardEntry& shard) {
-  const std::string path = sys::join(dir, shard.file);
-  if (sys::file_type(path) != sys::FileType::file) corrupt(path, "missing");
-  check_size_is(path, sys::file_size(path), shard.bytes);
+namespace {
+
+// O_NONBLOCK: a FIFO planted at the name opens at once (and is refused below) instead of
+// waiting for a writer; O_NOFOLLOW (open_at): a link to /dev/zero or elsewhere is refused.
+sys::Fd open_shard(const sys::Fd& dir, const ShardEntry& shard) {
+  if (sys::file_type_at(dir, shard.file) == sys::FileType::missing) {
+    corrupt(sys::join(dir.path(), shard.file), "missing");
+  }
+  sys::Fd fd;
+  try {
+    fd = sys::open_at(dir, shard.file, O_RDONLY | O_NONBLOCK);
+  } catch (const SystemError& e) {
+    throw CorruptError(e.what());  // a link, say: not a shard this library wrote
+  }
+  struct stat st;
+  if (::fstat(fd.get(), &st) != 0) {
+    throw SystemError(fmt::format("couldn't stat {}: {}", fd.path(), std::strerror(errno)));
+  }
+  if (!S_ISREG(st.st_mode)) corrupt(fd.path(), "not a regular file");
+  check_size_is(fd.path(), static_cast<std::uint64_t>(st.st_size), shard.bytes);
+  return fd;
 }
 
-ShardFile::ShardFile(const std::string& dir, const Manifest& manifest, unsigned rank)
-    : manifest_(manifest), shard_(manifest.shards.at(rank)) {
-  check_shard_size(dir, shard_);
-  fd_ = sys::open_file(sys::join(dir, shard_.file), O_RDONLY);
-}
+}  // namespace
+
+void check_shard_size(const sys::Fd& dir, const ShardEntry& shard) { open_shard(dir, shard); }
+
+ShardFile::ShardFile(const sys::Fd& dir, const Manifest& manifest, unsigned rank)
+    : manifest_(manifest), shard_(manifest.shards.at(rank)), fd_(open_shard(dir, shard_)) {}
 
 void ShardFile::check_size() const { check_size_is(path(), stat_size(fd_), shard_.bytes); }
 
+// The most HDF5 metadata a shard of `m` can have: the superblock, groups and attributes
+// this library writes are a few KiB per dataset, plus the root attributes that hold the
+// JSON the user gave (twice over for HDF5's own copies and alignment). More is not a shard
+// of ours, and reading it (a sparse file of a TiB, say) would take hours.
+std::uint64_t max_metadata_bytes(const Manifest& m, const ShardEntry& s) {
+  const std::uint64_t datasets = m.tensors.size() + s.rng.size();
+  return (std::uint64_t{64} << 20) + (std::uint64_t{64} << 10) * datasets +
+         2 * (m.hyperparameters.size() + m.user_metadata.size() + m.host.size() +
+              metrics_json(m.metrics).size());
+}
+
 void ShardFile::check_metadata() const {
   check_size();
-  const std::uint64_t sum =
-      metadata_checksum(fd_, data_ranges(manifest_, shard_.rank), shard_.bytes);
+  const std::vector<ByteRange> data = data_ranges(manifest_, shard_.rank);
+  std::uint64_t metadata = 0;
+  for (const ByteRange& gap : gaps(data, shard_.bytes)) metadata += gap.size;
+  if (metadata > max_metadata_bytes(manifest_, shard_)) {
+    corrupt(path(), fmt::format("{} bytes outside its datasets, more than a shard's HDF5 "
+                                "metadata can be ({} at most)",
+                                metadata, max_metadata_bytes(manifest_, shard_)));
+  }
+  const std::uint64_t sum = metadata_checksum(fd_, data, shard_.bytes);
   if (sum != shard_.metadata_xxh3) {
     corrupt(path(), fmt::format("HDF5 metadata checksum mismatch (manifest {}, file {})",
                                 hex64(shard_.metadata_xxh3), hex64(sum)));
   }
   h5::ErrorSilencer quiet;
   try {
-    check_structure(path(), manifest_, shard_);
+    check_structure(fd_, manifest_, shard_);
   } catch (const SystemError& e) {
     corrupt(path(), fmt::format("does not match the manifest: {}", e.what()));
   }
@@ -288,6 +324,22 @@ void ShardFile::read_verified(std::uint64_t offset, std::uint64_t size, void* ds
     const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(size - done, kIoPiece));
     sys::read_exact_at(fd_, bytes + done, n, offset + done);
     hash.update(bytes + done, n);
+    done += n;
+  }
+  if (hash.digest() != expected) {
+    corrupt(path(), fmt::format("{}: checksum mismatch (manifest {}, data {})", what,
+                                hex64(expected), hex64(hash.digest())));
+  }
+}
+
+void ShardFile::verify_range(std::uint64_t offset, std::uint64_t size, std::uint64_t expected,
+                             std::string_view what) const {
+  Xxh3 hash;
+  std::vector<std::byte> buf(static_cast<std::size_t>(std::min<std::uint64_t>(size, kIoPiece)));
+  for (std::uint64_t done = 0; done < size;) {
+    const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(size - done, kIoPiece));
+    sys::read_exact_at(fd_, buf.data(), n, offset + done);
+    hash.update(buf.data(), n);
     done += n;
   }
   if (hash.digest() != expected) {

@@ -9,8 +9,15 @@
 //   3. HDF5 stores the checksums (attributes of fixed size, overwritten in place);
 //   4. the bytes outside the datasets (HDF5's metadata) are hashed into the manifest,
 //      and the file is fsynced.
-// A reader checks the metadata hash before HDF5 parses a single byte of the file, so
-// HDF5 only ever parses metadata this library wrote.
+// A reader checks the metadata hash against the manifest before HDF5 parses a single
+// byte of the file, and HDF5 then opens that very file (through /proc/self/fd), so
+// accidental damage (bit rot, a torn or foreign file) never reaches HDF5's parser. This
+// is integrity, not authentication: whoever can write the checkpoint directory can also
+// rewrite the manifest with matching checksums and feed HDF5 any metadata (the
+// ckpt_h5_fuzzer target does exactly that). What keeps other users out is the
+// directory itself: it must belong to the job's user and not be writable by others
+// (the checkpoint-root check in spank/, the staging-directory check in checkpointer.cc),
+// so such metadata can only come from that user, attacking their own job.
 #pragma once
 
 #include <cstddef>
@@ -30,15 +37,22 @@ namespace dl::ckpt {
 // fill if it has to materialize the bytes.
 using ItemSource = std::function<const void*(std::size_t index, std::vector<std::byte>& scratch)>;
 
-// Writes the shard described by `fragment` (a manifest holding one shard) to `path` and
+// Writes the shard described by `fragment` (a manifest holding one shard) into `file`, a
+// new empty file the caller created (O_CREAT | O_EXCL, opened O_RDWR: HDF5 works on the
+// same file through /proc/self/fd, never on a name someone could have planted), and
 // fsyncs it. Returns the fragment with file offsets, checksums, file size and metadata
 // checksum filled in.
-Manifest write_shard(const std::string& path, Manifest fragment, const ItemSource& source);
+Manifest write_shard(const sys::Fd& file, Manifest fragment, const ItemSource& source);
+
+// "/proc/self/fd/N": the file `fd` holds, by a name only this process resolves.
+std::string fd_path(const sys::Fd& fd);
 
 // One shard of a checkpoint being read.
 class ShardFile {
  public:
-  ShardFile(const std::string& dir, const Manifest& manifest, unsigned rank);
+  // Opens the shard inside `dir` (the step directory, held open) without following a link
+  // or blocking, and refuses anything but a regular file of the manifest's size.
+  ShardFile(const sys::Fd& dir, const Manifest& manifest, unsigned rank);
 
   const std::string& path() const { return fd_.path(); }
 
@@ -53,13 +67,19 @@ class ShardFile {
   void read_verified(std::uint64_t offset, std::uint64_t size, void* dst, std::uint64_t expected,
                      std::string_view what) const;
 
+  // The same check without keeping the bytes: memory stays at one I/O piece whatever size
+  // the manifest claims.
+  void verify_range(std::uint64_t offset, std::uint64_t size, std::uint64_t expected,
+                    std::string_view what) const;
+
  private:
   const Manifest& manifest_;
   const ShardEntry& shard_;
   sys::Fd fd_;
 };
 
-// The file's size against the manifest's record of it, without opening it.
-void check_shard_size(const std::string& dir, const ShardEntry& shard);
+// The file's type and size against the manifest's record of it (opened as ShardFile
+// does, no byte read).
+void check_shard_size(const sys::Fd& dir, const ShardEntry& shard);
 
 }  // namespace dl::ckpt

@@ -1,5 +1,6 @@
 #include "ckpt/store.h"
 
+#include <fcntl.h>
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -10,12 +11,6 @@
 #include "core/sysio.h"
 
 namespace dl::ckpt {
-namespace {
-
-// Large enough for a manifest of 10^6 tensor parts; a bigger file is not ours.
-constexpr std::size_t kMaxManifestBytes = std::size_t{1} << 30;
-
-}  // namespace
 
 std::vector<StepDir> committed_steps(const std::string& dir) {
   const sys::FileType type = sys::file_type(dir);
@@ -23,18 +18,20 @@ std::vector<StepDir> committed_steps(const std::string& dir) {
     throw CorruptError(fmt::format("{}: not a directory", dir));
   }
   std::vector<StepDir> steps;
-  for (const std::string& name : sys::list_dir(dir)) {
+  const sys::Fd fd = sys::open_dir(dir);
+  for (const std::string& name : sys::list_dir_fd(fd)) {
     const auto step = parse_step_dir_name(name);
     if (!step) continue;
-    std::string path = sys::join(dir, name);
-    if (sys::file_type(path) == sys::FileType::directory) steps.push_back({*step, std::move(path)});
+    if (sys::file_type_at(fd, name) == sys::FileType::directory) {
+      steps.push_back({*step, sys::join(dir, name)});
+    }
   }
   std::sort(steps.begin(), steps.end(),
             [](const StepDir& a, const StepDir& b) { return a.step > b.step; });
   return steps;
 }
 
-Manifest read_manifest(const std::string& step_dir) {
+sys::Fd open_step_dir(const std::string& step_dir) {
   const sys::FileType type = sys::file_type(step_dir);
   if (type == sys::FileType::missing) {
     throw SystemError(
@@ -44,21 +41,35 @@ Manifest read_manifest(const std::string& step_dir) {
     throw CorruptError(
         fmt::format("{}: not a checkpoint (a checkpoint is a step directory)", step_dir));
   }
+  std::string p = step_dir;
+  while (p.size() > 1 && p.back() == '/') p.pop_back();
+  try {
+    // A link swapped in after the check above is refused, not followed.
+    return sys::open_at(sys::open_dir(sys::parent_dir(p)), sys::base_name(p),
+                        O_RDONLY | O_DIRECTORY);
+  } catch (const SystemError& e) {
+    throw CorruptError(e.what());
+  }
+}
+
+Manifest read_manifest(const std::string& step_dir) {
+  return read_manifest(open_step_dir(step_dir));
+}
+
+Manifest read_manifest(const sys::Fd& dir) {
+  const std::string& step_dir = dir.path();
   const std::string path = sys::join(step_dir, kManifestName);
-  if (sys::file_type(path) == sys::FileType::missing) {
+  if (sys::file_type_at(dir, kManifestName) == sys::FileType::missing) {
     throw CorruptError(fmt::format("{}: not a checkpoint (no {})", step_dir, kManifestName));
   }
   std::string text;
   try {
-    text = sys::read_file(path, kMaxManifestBytes);
+    text = sys::read_file_at(dir, kManifestName, kMaxManifestBytes);
   } catch (const SystemError& e) {
     throw CorruptError(e.what());
   }
   Manifest m = manifest_from_json(text, path);
-  std::string name = step_dir;
-  while (name.size() > 1 && name.back() == '/') name.pop_back();
-  name = name.substr(name.rfind('/') == std::string::npos ? 0 : name.rfind('/') + 1);
-  if (const auto step = parse_step_dir_name(name); step && *step != m.step) {
+  if (const auto step = parse_step_dir_name(sys::base_name(step_dir)); step && *step != m.step) {
     throw CorruptError(
         fmt::format("{}: holds step {}, the directory's name says {}", path, m.step, *step));
   }
@@ -66,22 +77,37 @@ Manifest read_manifest(const std::string& step_dir) {
 }
 
 std::optional<std::string> read_latest(const std::string& dir) {
-  const std::string path = sys::join(dir, kLatestName);
-  if (sys::file_type(path) != sys::FileType::file) return std::nullopt;
-  std::string text = sys::read_file(path, 4096);
+  if (sys::file_type(dir) == sys::FileType::missing) return std::nullopt;
+  const sys::Fd fd = sys::open_dir(dir);
+  if (sys::file_type_at(fd, kLatestName) != sys::FileType::file) return std::nullopt;
+  std::string text;
+  try {
+    text = sys::read_file_at(fd, kLatestName, 4096);
+  } catch (const SystemError& e) {
+    // Swapped for something else since: only a hint anyway (readers list the steps).
+    return std::nullopt;
+  }
   while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
   return text;
 }
 
+void write_latest(const sys::Fd& dir, std::uint64_t step) {
+  sys::write_file_durably_at(dir, kLatestName, step_dir_name(step) + "\n");
+}
+
 void write_latest(const std::string& dir, std::uint64_t step) {
-  sys::write_file_durably(sys::join(dir, kLatestName), step_dir_name(step) + "\n");
+  write_latest(sys::open_dir(dir), step);
+}
+
+void remove_step_dir(const sys::Fd& dir, const std::string& name, std::uint64_t step) {
+  const std::string doomed = deleting_dir_name(step, sys::random_hex());
+  sys::rename_at(dir, name, dir, doomed);
+  sys::fsync_fd(dir);
+  sys::remove_tree_at(dir, doomed);
 }
 
 void remove_step_dir(const std::string& dir, const std::string& path, std::uint64_t step) {
-  const std::string doomed = sys::join(dir, deleting_dir_name(step, ::getpid()));
-  sys::rename_path(path, doomed);
-  sys::fsync_dir(dir);
-  sys::remove_tree(doomed);
+  remove_step_dir(sys::open_dir(dir), sys::base_name(path), step);
 }
 
 }  // namespace dl::ckpt

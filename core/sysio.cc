@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <fmt/format.h>
 #include <stdio.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -22,7 +23,9 @@ namespace {
 
 Calls make_default_calls() {
   Calls c;
-  c.open = [](const char* path, int flags, mode_t mode) { return ::open(path, flags, mode); };
+  c.open = [](int dirfd, const char* path, int flags, mode_t mode) {
+    return ::openat(dirfd, path, flags, mode);
+  };
   c.close = [](int fd) { return ::close(fd); };
   c.pwrite = [](int fd, const void* buf, std::size_t n, off_t offset) {
     return ::pwrite(fd, buf, n, offset);
@@ -31,13 +34,31 @@ Calls make_default_calls() {
     return ::pread(fd, buf, n, offset);
   };
   c.fsync = [](int fd) { return ::fsync(fd); };
-  c.rename = [](const char* from, const char* to, unsigned flags) {
-    return ::renameat2(AT_FDCWD, from, AT_FDCWD, to, flags);
+  c.rename = [](int from_dir, const char* from, int to_dir, const char* to, unsigned flags) {
+    return ::renameat2(from_dir, from, to_dir, to, flags);
   };
-  c.mkdir = [](const char* path, mode_t mode) { return ::mkdir(path, mode); };
-  c.unlink = [](const char* path) { return ::unlink(path); };
-  c.rmdir = [](const char* path) { return ::rmdir(path); };
+  c.mkdir = [](int dirfd, const char* path, mode_t mode) { return ::mkdirat(dirfd, path, mode); };
+  c.unlink = [](int dirfd, const char* path, int flags) { return ::unlinkat(dirfd, path, flags); };
   return c;
+}
+
+// A name inside a directory must be one component: no '/', not "." or "..".
+void check_name(const std::string& name) {
+  if (name.empty() || name == "." || name == ".." || name.find('/') != std::string::npos) {
+    throw SystemError(fmt::format("couldn't use {:?}: not a file name", name));
+  }
+}
+
+Fd open_checked(int dirfd, const std::string& name, int flags, mode_t mode,
+                const std::string& display) {
+  while (true) {
+    const int fd = calls().open(dirfd, name.c_str(), flags | O_CLOEXEC, mode);
+    if (fd >= 0) return Fd(fd, display);
+    if (errno == ELOOP && (flags & O_NOFOLLOW)) {
+      throw SystemError(fmt::format("couldn't open {}: a symbolic link (refused)", display));
+    }
+    if (errno != EINTR) fail("open", display, errno);
+  }
 }
 
 // Large transfers go in pieces so that one call never exceeds what Linux moves at once
@@ -73,11 +94,66 @@ void Fd::close() {
 }
 
 Fd open_file(const std::string& path, int flags, mode_t mode) {
-  while (true) {
-    const int fd = calls().open(path.c_str(), flags | O_CLOEXEC, mode);
-    if (fd >= 0) return Fd(fd, path);
-    if (errno != EINTR) fail("open", path, errno);
+  return open_checked(AT_FDCWD, path, flags, mode, path);
+}
+
+Fd open_at(const Fd& dir, const std::string& name, int flags, mode_t mode) {
+  check_name(name);
+  return open_checked(dir.get(), name, flags | O_NOFOLLOW, mode, join(dir.path(), name));
+}
+
+Fd open_dir(const std::string& path) {
+  return open_checked(AT_FDCWD, path, O_RDONLY | O_DIRECTORY, 0, path);
+}
+
+Fd open_dir_at(const Fd& dir, const std::string& name) {
+  return open_at(dir, name, O_RDONLY | O_DIRECTORY);
+}
+
+std::string random_hex() {
+  std::uint64_t r = 0;
+  for (std::size_t got = 0; got < sizeof r;) {
+    const ssize_t n = ::getrandom(reinterpret_cast<char*>(&r) + got, sizeof r - got, 0);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      fail("get", "random bytes", errno);
+    }
+    got += static_cast<std::size_t>(n);
   }
+  return fmt::format("{:016x}", r);
+}
+
+Fd create_unique_at(const Fd& dir, const std::string& prefix, int flags, mode_t mode) {
+  check_name(prefix + "x");
+  for (int attempt = 0;; ++attempt) {
+    const std::string name = prefix + random_hex();
+    const int fd = calls().open(dir.get(), name.c_str(),
+                                flags | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+    if (fd >= 0) return Fd(fd, join(dir.path(), name));
+    // EEXIST on 64 random bits is someone planting names: try others, a few times.
+    if (errno == EINTR || (errno == EEXIST && attempt < 8)) continue;
+    fail("create", join(dir.path(), name), errno);
+  }
+}
+
+std::string read_fd(const Fd& fd, std::size_t max_bytes) {
+  struct stat st;
+  if (::fstat(fd.get(), &st) != 0) fail("stat", fd.path(), errno);
+  if (!S_ISREG(st.st_mode)) {
+    throw SystemError(fmt::format("couldn't read {}: not a regular file", fd.path()));
+  }
+  if (static_cast<std::uint64_t>(st.st_size) > max_bytes) {
+    throw SystemError(fmt::format("couldn't read {}: {} bytes is more than the {} allowed",
+                                  fd.path(), st.st_size, max_bytes));
+  }
+  std::string out(static_cast<std::size_t>(st.st_size), '\0');
+  read_exact_at(fd, out.data(), out.size(), 0);
+  return out;
+}
+
+std::string read_file_at(const Fd& dir, const std::string& name, std::size_t max_bytes) {
+  // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer.
+  return read_fd(open_at(dir, name, O_RDONLY | O_NONBLOCK), max_bytes);
 }
 
 void write_all_at(const Fd& fd, const void* data, std::size_t n, std::uint64_t offset) {
@@ -128,15 +204,34 @@ void fsync_dir(const std::string& dir) {
 }
 
 void rename_path(const std::string& from, const std::string& to, bool exchange) {
-  if (calls().rename(from.c_str(), to.c_str(), exchange ? RENAME_EXCHANGE : 0) != 0) {
+  if (calls().rename(AT_FDCWD, from.c_str(), AT_FDCWD, to.c_str(),
+                     exchange ? RENAME_EXCHANGE : 0) != 0) {
     fail(exchange ? "exchange" : "rename", fmt::format("{} and {}", from, to), errno);
   }
 }
 
+void rename_at(const Fd& from_dir, const std::string& from, const Fd& to_dir, const std::string& to,
+               bool exchange) {
+  check_name(from);
+  check_name(to);
+  if (calls().rename(from_dir.get(), from.c_str(), to_dir.get(), to.c_str(),
+                     exchange ? RENAME_EXCHANGE : 0) != 0) {
+    fail(exchange ? "exchange" : "rename",
+         fmt::format("{} and {}", join(from_dir.path(), from), join(to_dir.path(), to)), errno);
+  }
+}
+
 bool make_dir(const std::string& path, mode_t mode) {
-  if (calls().mkdir(path.c_str(), mode) == 0) return true;
+  if (calls().mkdir(AT_FDCWD, path.c_str(), mode) == 0) return true;
   if (errno == EEXIST && file_type(path) == FileType::directory) return false;
   fail("create directory", path, errno);
+}
+
+bool make_dir_at(const Fd& dir, const std::string& name, mode_t mode) {
+  check_name(name);
+  if (calls().mkdir(dir.get(), name.c_str(), mode) == 0) return true;
+  if (errno == EEXIST) return false;
+  fail("create directory", join(dir.path(), name), errno);
 }
 
 void make_dirs(const std::string& path) {
@@ -147,49 +242,97 @@ void make_dirs(const std::string& path) {
 }
 
 void remove_file(const std::string& path) {
-  if (calls().unlink(path.c_str()) != 0 && errno != ENOENT) fail("remove", path, errno);
+  if (calls().unlink(AT_FDCWD, path.c_str(), 0) != 0 && errno != ENOENT) {
+    fail("remove", path, errno);
+  }
+}
+
+void remove_file_at(const Fd& dir, const std::string& name) {
+  check_name(name);
+  if (calls().unlink(dir.get(), name.c_str(), 0) != 0 && errno != ENOENT) {
+    fail("remove", join(dir.path(), name), errno);
+  }
+}
+
+void remove_tree_at(const Fd& dir, const std::string& name) {
+  check_name(name);
+  const std::string display = join(dir.path(), name);
+  // Anything but a directory (a file, a link, a FIFO) goes with one unlinkat, which never
+  // follows a link; only a real directory is entered, through a descriptor opened with
+  // O_NOFOLLOW, so a directory swapped for a link in between is never entered.
+  if (calls().unlink(dir.get(), name.c_str(), 0) == 0 || errno == ENOENT) return;
+  if (errno != EISDIR && errno != EPERM) fail("remove", display, errno);
+  {
+    int raw;
+    do {
+      raw =
+          calls().open(dir.get(), name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC, 0);
+    } while (raw < 0 && errno == EINTR);
+    if (raw < 0 && errno == ENOENT) return;
+    if (raw < 0) fail("open", display, errno);
+    const Fd sub(raw, display);
+    for (const std::string& entry : list_dir_fd(sub)) remove_tree_at(sub, entry);
+  }
+  if (calls().unlink(dir.get(), name.c_str(), AT_REMOVEDIR) != 0 && errno != ENOENT) {
+    fail("remove directory", display, errno);
+  }
 }
 
 void remove_tree(const std::string& path) {
-  if (file_type(path) == FileType::directory) {
-    for (const std::string& name : list_dir(path)) remove_tree(join(path, name));
-    if (calls().rmdir(path.c_str()) != 0 && errno != ENOENT) fail("remove directory", path, errno);
-  } else {
-    remove_file(path);
-  }
+  std::string p = path;
+  while (p.size() > 1 && p.back() == '/') p.pop_back();
+  if (file_type(p) == FileType::missing) return;
+  const Fd parent = open_dir(parent_dir(p));
+  remove_tree_at(parent, base_name(p));
 }
 
-void write_file_durably(const std::string& path, std::string_view content) {
-  const std::string tmp = fmt::format("{}.tmp.{}", path, ::getpid());
+void write_file_durably_at(const Fd& dir, const std::string& name, std::string_view content) {
+  check_name(name);
+  Fd fd = create_unique_at(dir, name + ".tmp.", O_WRONLY, 0666);
+  const std::string tmp = base_name(fd.path());
   try {
-    Fd fd = open_file(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0666);
     write_all_at(fd, content.data(), content.size(), 0);
     fsync_fd(fd);
     fd.close();
-    rename_path(tmp, path);
+    rename_at(dir, tmp, dir, name);
   } catch (...) {
-    calls().unlink(tmp.c_str());
+    calls().unlink(dir.get(), tmp.c_str(), 0);
     throw;
   }
-  fsync_dir(parent_dir(path));
+  fsync_fd(dir);
+}
+
+void write_file_durably(const std::string& path, std::string_view content) {
+  const Fd dir = open_dir(parent_dir(path));
+  write_file_durably_at(dir, base_name(path), content);
 }
 
 std::string read_file(const std::string& path, std::size_t max_bytes) {
-  Fd fd = open_file(path, O_RDONLY);
-  struct stat st;
-  if (::fstat(fd.get(), &st) != 0) fail("stat", path, errno);
-  if (static_cast<std::uint64_t>(st.st_size) > max_bytes) {
-    throw SystemError(fmt::format("couldn't read {}: {} bytes is more than the {} allowed", path,
-                                  st.st_size, max_bytes));
-  }
-  std::string out(static_cast<std::size_t>(st.st_size), '\0');
-  read_exact_at(fd, out.data(), out.size(), 0);
-  return out;
+  // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer.
+  return read_fd(open_file(path, O_RDONLY | O_NONBLOCK), max_bytes);
 }
 
 std::vector<std::string> list_dir(const std::string& dir) {
-  std::unique_ptr<DIR, int (*)(DIR*)> d(::opendir(dir.c_str()), &::closedir);
-  if (!d) fail("list directory", dir, errno);
+  int fd;
+  do {
+    fd = calls().open(AT_FDCWD, dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
+  } while (fd < 0 && errno == EINTR);
+  if (fd < 0) fail("list directory", dir, errno);
+  return list_dir_fd(Fd(fd, dir));
+}
+
+std::vector<std::string> list_dir_fd(const Fd& fd) {
+  const std::string& dir = fd.path();
+  // fdopendir takes over the descriptor it is given: hand it a duplicate.
+  const int own = ::fcntl(fd.get(), F_DUPFD_CLOEXEC, 0);
+  if (own < 0) fail("list directory", dir, errno);
+  std::unique_ptr<DIR, int (*)(DIR*)> d(::fdopendir(own), &::closedir);
+  if (!d) {
+    const int err = errno;
+    ::close(own);
+    fail("list directory", dir, err);
+  }
+  ::rewinddir(d.get());
   std::vector<std::string> names;
   errno = 0;
   while (const dirent* e = ::readdir(d.get())) {
@@ -206,6 +349,18 @@ FileType file_type(const std::string& path) {
   if (::lstat(path.c_str(), &st) != 0) {
     if (errno == ENOENT || errno == ENOTDIR) return FileType::missing;
     fail("stat", path, errno);
+  }
+  if (S_ISREG(st.st_mode)) return FileType::file;
+  if (S_ISDIR(st.st_mode)) return FileType::directory;
+  return FileType::other;
+}
+
+FileType file_type_at(const Fd& dir, const std::string& name) {
+  check_name(name);
+  struct stat st;
+  if (::fstatat(dir.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
+    if (errno == ENOENT || errno == ENOTDIR) return FileType::missing;
+    fail("stat", join(dir.path(), name), errno);
   }
   if (S_ISREG(st.st_mode)) return FileType::file;
   if (S_ISDIR(st.st_mode)) return FileType::directory;
@@ -231,6 +386,13 @@ std::string parent_dir(const std::string& path) {
   if (slash == std::string::npos) return ".";
   if (slash == 0) return "/";
   return p.substr(0, slash);
+}
+
+std::string base_name(const std::string& path) {
+  std::string p = path;
+  while (p.size() > 1 && p.back() == '/') p.pop_back();
+  const std::size_t slash = p.rfind('/');
+  return slash == std::string::npos ? p : p.substr(slash + 1);
 }
 
 std::string hostname() {

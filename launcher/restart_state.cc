@@ -6,23 +6,15 @@
 
 #include <cerrno>
 #include <cstring>
-#include <fstream>
-#include <sstream>
 
 #include "core/error.h"
-#include "core/unique_fd.h"
+#include "core/sysio.h"
 
 namespace dl {
 namespace {
 
-[[noreturn]] void fail(const std::string& what, const std::string& path) {
-  throw SystemError(fmt::format("couldn't {} {}: {}", what, path, std::strerror(errno)));
-}
-
-std::string parent_of(const std::string& path) {
-  const auto slash = path.rfind('/');
-  return slash == std::string::npos ? "." : (slash == 0 ? "/" : path.substr(0, slash));
-}
+// "failures=N stalled=N\n" with numbers below 2^30 is far shorter.
+constexpr std::size_t kMaxHistoryBytes = 4096;
 
 }  // namespace
 
@@ -31,39 +23,31 @@ std::string history_path(const std::string& ckpt_dir, const std::string& job_id)
 }
 
 RestartHistory read_history(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) {
-    if (errno == ENOENT) return {};
-    fail("read", path);
-  }
-  std::stringstream text;
-  text << in.rdbuf();
+  // Without following a link or blocking, regular files only, and small: a FIFO, a link
+  // to /dev/zero or a huge file at this name fails at once instead of hanging or filling
+  // the memory of the run that has to decide about the restart.
+  std::string text;
   try {
-    return decode_history(text.str());
+    const sys::Fd dir = sys::open_dir(sys::parent_dir(path));
+    if (sys::file_type_at(dir, sys::base_name(path)) == sys::FileType::missing) return {};
+    text = sys::read_file_at(dir, sys::base_name(path), kMaxHistoryBytes);
+  } catch (const SystemError& e) {
+    if (sys::file_type(sys::parent_dir(path)) == sys::FileType::missing) return {};
+    throw;
+  }
+  try {
+    return decode_history(text);
   } catch (const InputError& e) {
     throw SystemError(fmt::format("{}: {}", path, e.what()));
   }
 }
 
 void write_history(const std::string& path, const RestartHistory& history) {
-  const std::string tmp = path + ".tmp";
-  const std::string text = encode_history(history);
-  {
-    UniqueFd fd(open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600));
-    if (!fd) fail("create", tmp);
-    if (write(fd.get(), text.data(), text.size()) != static_cast<ssize_t>(text.size())) {
-      fail("write", tmp);
-    }
-    if (fsync(fd.get()) != 0) fail("fsync", tmp);
-  }
-  if (rename(tmp.c_str(), path.c_str()) != 0) fail("rename into place", path);
-  const std::string dir = parent_of(path);
-  UniqueFd dfd(open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (!dfd || fsync(dfd.get()) != 0) fail("fsync", dir);
+  // A new temporary file with an unpredictable name, renamed over `path`: nothing planted
+  // at either name is written through.
+  sys::write_file_durably(path, encode_history(history));
 }
 
-void remove_history(const std::string& path) {
-  if (unlink(path.c_str()) != 0 && errno != ENOENT) fail("remove", path);
-}
+void remove_history(const std::string& path) { sys::remove_file(path); }
 
 }  // namespace dl

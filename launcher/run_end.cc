@@ -68,8 +68,10 @@ RunOutcome conclude_run(const JobSettings& job, std::uint32_t max_stalled_restar
   if (!history_file.empty()) {
     warn_on_error([&] { history = read_history(history_file); }, "starting a new restart history");
     warn_on_error([&] {
-      // Only whether the run left a newer committed checkpoint: no need to read it all.
-      if (const auto r = newest_checkpoint(job.ckpt_dir, CheckLevel::quick)) {
+      // Whether the run left a newer checkpoint a restart can resume from: one with
+      // corrupt data is no progress, so every checksum is checked (newest first, stopping
+      // at the first that passes: usually one read of what this run just wrote).
+      if (const auto r = newest_checkpoint(job.ckpt_dir, kProgressCheck)) {
         out.newest_ckpt = r->step;
       }
     });

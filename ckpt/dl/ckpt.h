@@ -238,8 +238,10 @@ struct CheckpointInfo {
 std::vector<CheckpointInfo> list_checkpoints(const std::string& dir,
                                              Verify level = Verify::metadata);
 
-// Removes what `policy` does not keep (checked at Verify::metadata) and returns the
-// removed paths; with dry_run, only returns them.
+// Removes what `policy` does not keep and returns the removed paths; with dry_run, only
+// returns them. Checkpoints are judged at Verify::metadata, and before anything goes the
+// newest ones at Verify::full, newest first, until one passes: the checkpoint a restart
+// resumes from is never removed (a newer one with corrupt data does not count as kept).
 std::vector<std::string> prune(const std::string& dir, const Retention& policy,
                                bool dry_run = false);
 

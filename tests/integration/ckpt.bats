@@ -171,7 +171,7 @@ EOF
   run "$writer" save --dir "$small/ck" --step 2 --mib 16
   echo "$output"
   [ "$status" -eq 1 ]
-  [[ "$output" == *"couldn't write $small/ck/.tmp-step-000000002."*"/shard-00000-of-00001.h5.partial: No space left on device"* ]]
+  [[ "$output" == *"couldn't write $small/ck/.tmp-step-000000002."*"/shard-00000-of-00001.h5.partial."*": No space left on device"* ]]
   [ "$(ls -A "$small/ck" | tr '\n' ' ')" = "latest step-000000001 " ]
   [ "$(cat "$small/ck/latest")" = "step-000000001" ]
   run "$dlckpt" verify "$small/ck"
@@ -272,4 +272,44 @@ EOF
   # A crashed run's staging directory is cleaned up by the next run's first commit.
   [ "$(ls -A ck | grep -c '^\.tmp-')" -le 1 ]
   [ "$(ls ck | grep -c '^step-')" -le 4 ]
+}
+
+@test "ckpt: links planted in a user's checkpoint directory are never written or deleted through" {
+  # dlother cannot write into dltest's directories, so the names are planted as dltest
+  # (a compromised or buggy earlier process of the job's user, or a group member of a
+  # directory shared on purpose): links to a file and a directory of dltest's own.
+  shared=$(mktemp -d /tmp/dl-ckpt-plant.XXXXXX)
+  chmod 755 "$shared"
+  home=$shared/home
+  mkdir -p "$home/data" "$shared/ck/.tmp-step-000000005.r1"
+  echo precious >"$home/precious"
+  echo keep >"$home/data/keep"
+  ck=$shared/ck
+  # At the shard a save of step 5 by run r1 writes (the name it used to truncate), at
+  # the staging directory of step 6, at a step directory, a crashed save and a removal.
+  ln -s "$home/precious" "$ck/.tmp-step-000000005.r1/shard-00000-of-00001.h5.partial"
+  ln -s "$home/precious" "$ck/.tmp-step-000000005.r1/manifest.json"
+  ln -s "$home/data" "$ck/.tmp-step-000000006.r1"
+  ln -s "$home/data" "$ck/step-000000001"
+  ln -s "$home/data" "$ck/.tmp-step-000000002.crashed"
+  ln -s "$home/data" "$ck/.del-step-000000003.x"
+  ln -s "$home/precious" "$ck/latest"
+  chown -hR dltest: "$shared"
+  for step in 5 6; do
+    run runuser -u dltest -- env DL_CKPT_RUN_ID=r1 "$writer" save --dir "$ck" --step $step
+    echo "$output"
+    [ "$(cat "$home/precious")" = precious ]
+    [ "$(cat "$home/data/keep")" = keep ]
+    [ "$status" -eq 0 ]
+  done
+  [ -f "$ck/latest" ] && [ ! -L "$ck/latest" ]
+  [ "$(ls -A "$ck" | tr '\n' ' ')" = "latest step-000000001 step-000000005 step-000000006 " ]
+  run runuser -u dltest -- "$writer" load --dir "$ck"
+  [ "$status" -eq 0 ]
+  [[ "$output" == *"loaded step 6 "* ]]
+  run runuser -u dltest -- "$dlckpt" prune "$ck" --keep 1
+  echo "$output"
+  [ "$status" -eq 0 ]
+  [ "$(cat "$home/data/keep")" = keep ]
+  [ "$(ls -A "$ck" | tr '\n' ' ')" = "latest step-000000001 step-000000006 " ]
 }

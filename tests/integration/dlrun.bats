@@ -152,6 +152,31 @@ open(path, "wb").write(data)
   [ "$(grep -c "resume=$resume first_step=$((old + 1))" second.txt)" -eq 2 ]
 }
 
+@test "a FIFO as the newest checkpoint's manifest: the next run resumes from the older one at once" {
+  name=$(unique_name fifo)
+  dir=$(dirname "$SLURM_CONF")/ckpt/$(id -un)/$name
+  job=$(submit -J "$name" -N1 --dl-ckpt-dir="$dir" --dl-ckpt-keep=3 -o first.txt \
+    --wrap "srun --mpi=pmix $DLRUN $TRAINER --steps 200 --step-ms 50")
+  wait_until 60 'grep -q "start rank=0" first.txt'
+  scancel --signal=USR1 "$job"
+  wait_until 30 '[ "$(grep -c " checkpoint rank=" first.txt)" -eq 1 ]'
+  scancel --signal=USR1 "$job"
+  wait_until 30 '[ "$(grep -c " checkpoint rank=" first.txt)" -eq 2 ]'
+  wait_state "$job" COMPLETED 90
+  set -- $(grep ' checkpoint rank=0 ' first.txt | grep -o 'step=[0-9]*' | cut -d= -f2)
+  old=$1 new=$2
+  manifest=$(printf '%s/step-%09d/manifest.json' "$dir" "$new")
+  rm "$manifest"
+  mkfifo "$manifest"
+  # Opening a FIFO for reading waits for a writer: it used to hang the starting job.
+  job2=$(submit -J "$name" -N1 --dl-ckpt-dir="$dir" --dl-ckpt-keep=3 -o second.txt \
+    --wrap "srun --mpi=pmix $DLRUN $TRAINER --steps $((new + 5)) --step-ms 50")
+  wait_state "$job2" COMPLETED 60
+  grep -q "dlrun: warning: checkpoint .*/step-0*$new is unusable.*not a regular file" second.txt
+  resume=$(printf '%s/step-%09d' "$dir" "$old")
+  grep -q "resume=$resume first_step=$((old + 1))" second.txt
+}
+
 @test "kill -9 of one rank ends all ranks within 10 s and the job requeues" {
   job=$(submit -J "$(unique_name kill)" -N2 --ntasks-per-node=2 --requeue -o out.txt \
     --open-mode=append --wrap "srun --mpi=pmix $DLRUN $TRAINER --step-ms 100 --pid-dir $PWD")

@@ -8,6 +8,7 @@
 #include <mutex>
 #include <random>
 
+#include "ckpt/store.h"
 #include "core/error.h"
 #include "tests/unit/ckpt/test_util.h"
 
@@ -52,10 +53,10 @@ class FdPaths {
  public:
   FdPaths() {
     const auto real = sys::calls().open;
-    sys::calls().open = [this, real](const char* path, int flags, mode_t mode) {
-      const int fd = real(path, flags, mode);
+    sys::calls().open = [this, real](int dirfd, const char* path, int flags, mode_t mode) {
+      const int fd = real(dirfd, path, flags, mode);
       std::lock_guard<std::mutex> lock(mutex_);
-      if (fd >= 0) paths_[fd] = path;
+      if (fd >= 0) paths_[fd] = dirfd == AT_FDCWD ? path : sys::join(paths_[dirfd], path);
       return fd;
     };
   }
@@ -76,12 +77,13 @@ bool ends_with(const std::string& s, const std::string& tail) {
 // After a failed save of step 200: the error named the file and the reason, step 100
 // still loads, and no temporary is left.
 void expect_clean_failure(const TempDir& dir, const Model& m, const std::function<void()>& save,
-                          const std::string& message_part) {
+                          const std::string& message_part, const std::string& also = "") {
   try {
     save();
     FAIL() << "the save should have failed";
   } catch (const SystemError& e) {
     EXPECT_NE(std::string(e.what()).find(message_part), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find(also), std::string::npos) << e.what();
   }
   EXPECT_EQ(names_in(dir.path()), (std::vector<std::string>{"latest", "step-000000100"}));
   EXPECT_EQ(sys::read_file(dir / "latest", 100), "step-000000100\n");
@@ -110,7 +112,8 @@ TEST(CkptFaults, EnospcMidShardFailsCleanly) {
   };
   expect_clean_failure(
       dir, m, [&] { ckpt.save(m.state(200)); },
-      dir / ".tmp-step-000000200.faults/shard-00000-of-00001.h5.partial: No space left on device");
+      dir / ".tmp-step-000000200.faults/shard-00000-of-00001.h5.partial.",
+      ": No space left on device");
 }
 
 TEST(CkptFaults, FailuresAtEveryLaterStepFailCleanly) {
@@ -160,15 +163,16 @@ TEST(CkptFaults, FailuresAtEveryLaterStepFailCleanly) {
       };
     } else if (call == "rename") {
       const auto real = sys::calls().rename;
-      sys::calls().rename = [&, real](const char* from, const char* to, unsigned flags) {
+      sys::calls().rename = [&, real](int from_dir, const char* from, int to_dir, const char* to,
+                                      unsigned flags) {
         if (ends_with(to, "step-000000200")) {
           errno = err;
           return -1;
         }
-        return real(from, to, flags);
+        return real(from_dir, from, to_dir, to, flags);
       };
     } else {
-      sys::calls().mkdir = [&](const char*, mode_t) {
+      sys::calls().mkdir = [&](int, const char*, mode_t) {
         errno = err;
         return -1;
       };
@@ -191,8 +195,8 @@ TEST(CkptFaults, EintrAndShortTransfersEverywhereStillWork) {
     return true;
   };
   const sys::Calls real = sys::calls();
-  sys::calls().open = [&](const char* p, int f, mode_t mode) {
-    return interrupted() ? -1 : real.open(p, f, mode);
+  sys::calls().open = [&](int d, const char* p, int f, mode_t mode) {
+    return interrupted() ? -1 : real.open(d, p, f, mode);
   };
   sys::calls().fsync = [&](int fd) { return interrupted() ? -1 : real.fsync(fd); };
   sys::calls().pwrite = [&](int fd, const void* b, std::size_t n, off_t o) -> ssize_t {
@@ -276,6 +280,71 @@ TEST(CkptFaults, AReadErrorFallsBackToTheOlderCheckpoint) {
                              "/step-000000200/shard-00000-of-00001.h5: Input/output error"),
             std::string::npos)
       << warnings[0];
+}
+
+// Item 2 of issue 12: with keep=1, a save whose data reaches the disk corrupt (a bit
+// flipped between the checksum and the platter) must not cost the good checkpoint
+// before it: that is the one a restart resumes from.
+TEST(CkptFaults, RetentionKeepsTheCheckpointResumeWouldTakeWhenTheNewestDataIsCorrupt) {
+  TempDir dir;
+  const Model m;
+  Options o = options(dir.path());
+  o.retention.keep_last = 1;
+  Checkpointer ckpt(o);
+  ckpt.save(m.state(100));
+  {
+    sys::ScopedCalls restore;
+    FdPaths paths;
+    const auto real = sys::calls().pwrite;
+    sys::calls().pwrite = [&](int fd, const void* b, std::size_t n, off_t off) -> ssize_t {
+      if (paths.of(fd).find(".tmp-step-000000200") != std::string::npos && n > 1000000) {
+        std::vector<unsigned char> copy(static_cast<const unsigned char*>(b),
+                                        static_cast<const unsigned char*>(b) + n);
+        copy[12345] ^= 0x01;  // one bit of tensor "big"
+        return real(fd, copy.data(), n, off);
+      }
+      return real(fd, b, n, off);
+    };
+    LogCapture log;
+    ckpt.save(m.state(200));
+  }
+  EXPECT_EQ(names_in(dir.path()),
+            (std::vector<std::string>{"latest", "step-000000100", "step-000000200"}));
+  EXPECT_EQ(latest_valid(dir.path(), Verify::full), dir / "step-000000100");
+  std::vector<float> big(m.big.size());
+  const auto loaded = load_latest(dir.path(), {{"big", DType::f32, {big.size()}, big.data()}});
+  ASSERT_TRUE(loaded);
+  EXPECT_EQ(loaded->meta.step, 100u);
+  EXPECT_EQ(big, m.big);
+
+  // The next good save makes both older ones go.
+  ckpt.save(m.state(300));
+  EXPECT_EQ(names_in(dir.path()), (std::vector<std::string>{"latest", "step-000000300"}));
+}
+
+// The same with `dl-ckpt prune`'s function on files corrupted afterwards, one byte.
+TEST(CkptFaults, PruneNeverRemovesTheNewestCheckpointWhoseChecksumsVerify) {
+  TempDir dir;
+  const Model m;
+  Checkpointer ckpt(options(dir.path()));
+  ckpt.save(m.state(100));
+  ckpt.save(m.state(200));
+  ckpt.save(m.state(300));
+  const auto shard = [&](const char* step) {
+    return dir / (std::string(step) + "/shard-00000-of-00001.h5");
+  };
+  const auto offset = *read_manifest(dir / "step-000000300").tensors.front().pieces[0].file_offset;
+  test::flip_byte(shard("step-000000300"), offset + 4096);
+  test::flip_byte(shard("step-000000200"), offset + 4096);
+  LogCapture log;
+  Retention keep_one;
+  keep_one.keep_last = 1;
+  EXPECT_EQ(prune(dir.path(), keep_one, true), (std::vector<std::string>{}));
+  EXPECT_EQ(prune(dir.path(), keep_one), (std::vector<std::string>{}));
+  EXPECT_EQ(log.at(LogLevel::warning).size(), 4u);  // 300 and 200, once per prune
+  EXPECT_EQ(names_in(dir.path()), (std::vector<std::string>{"latest", "step-000000100",
+                                                            "step-000000200", "step-000000300"}));
+  EXPECT_EQ(latest_valid(dir.path(), Verify::full), dir / "step-000000100");
 }
 
 }  // namespace

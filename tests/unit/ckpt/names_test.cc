@@ -45,7 +45,7 @@ TEST(CkptNames, ShardsStagingAndDeletion) {
   EXPECT_FALSE(parse_staging_dir_name(".tmp-step-000001300"));
   EXPECT_FALSE(parse_staging_dir_name(".tmp-step-000001300."));
   EXPECT_FALSE(parse_staging_dir_name("step-000001300"));
-  EXPECT_EQ(deleting_dir_name(800, 77), ".del-step-000000800.77");
+  EXPECT_EQ(deleting_dir_name(800, "77"), ".del-step-000000800.77");
   EXPECT_TRUE(is_deleting_dir_name(".del-step-000000800.77"));
   EXPECT_FALSE(is_deleting_dir_name(".del-"));
   EXPECT_FALSE(is_deleting_dir_name("step-000000800"));

@@ -59,6 +59,34 @@ TEST(CkptRetention, InvalidOnesOlderThanTheNewestValidGo) {
   EXPECT_EQ(steps_to_remove({{100, false, {}}, {200, false, {}}}, {1, 0, "", false}), Steps{});
 }
 
+TEST(CkptRetention, ANewerCheckpointWithCorruptDataDoesNotCountAsKept) {
+  // All three look fine to the cheap check, but 300's data is corrupt: resume would take
+  // 200, which must stay (and 300 is left for a human).
+  std::vector<RetentionEntry> e = {{100, true, {}}, {200, true, {}}, {300, true, {}}};
+  std::vector<std::uint64_t> asked;
+  const auto passes = [&](std::uint64_t step) {
+    asked.push_back(step);
+    return step != 300;
+  };
+  EXPECT_EQ(steps_to_remove(e, {1, 0, "", false}, passes), (Steps{100}));
+  EXPECT_EQ(asked, (Steps{300, 200}));  // newest first, stopping at the first that passes
+}
+
+TEST(CkptRetention, NothingGoesWhenNoCheckpointPassesTheResumeCheck) {
+  std::vector<RetentionEntry> e = {{100, true, {}}, {200, true, {}}};
+  EXPECT_EQ(steps_to_remove(e, {1, 0, "", false}, [](std::uint64_t) { return false; }), Steps{});
+}
+
+TEST(CkptRetention, TheResumeCheckRunsOnlyWhenSomethingWouldGo) {
+  std::vector<RetentionEntry> e = {{100, true, {}}, {200, true, {}}};
+  int calls = 0;
+  const auto passes = [&](std::uint64_t) { return ++calls, true; };
+  EXPECT_EQ(steps_to_remove(e, {2, 0, "", false}, passes), Steps{});
+  EXPECT_EQ(calls, 0);
+  EXPECT_EQ(steps_to_remove(e, {1, 0, "", false}, passes), (Steps{100}));
+  EXPECT_EQ(calls, 1);
+}
+
 TEST(CkptRetention, BestNeedsAMetricName) {
   EXPECT_THROW(validate_retention({1, 1, "", false}), InputError);
   EXPECT_THROW(steps_to_remove({}, {1, 1, "", false}), InputError);

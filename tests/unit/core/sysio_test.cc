@@ -19,12 +19,16 @@ class SysioTest : public ::testing::Test {
     ASSERT_NE(::mkdtemp(tmpl), nullptr);
     dir_ = tmpl;
   }
-  void TearDown() override { remove_tree(dir_); }
+  void TearDown() override {
+    calls() = saved_;  // the test's replacements refer to its locals, gone by now
+    remove_tree(dir_);
+  }
 
   std::string path(const char* name) const { return join(dir_, name); }
 
   std::string dir_;
   ScopedCalls restore_;  // every test may replace calls; they come back here
+  Calls saved_ = calls();
 };
 
 std::string message_of(const std::function<void()>& f) {
@@ -68,12 +72,12 @@ TEST_F(SysioTest, OpenAndFsyncRetryEintr) {
   const auto real_open = calls().open;
   const auto real_fsync = calls().fsync;
   int opens = 0, fsyncs = 0;
-  calls().open = [&](const char* p, int flags, mode_t mode) {
+  calls().open = [&](int d, const char* p, int flags, mode_t mode) {
     if (opens++ == 0) {
       errno = EINTR;
       return -1;
     }
-    return real_open(p, flags, mode);
+    return real_open(d, p, flags, mode);
   };
   calls().fsync = [&](int fd) {
     if (fsyncs++ == 0) {

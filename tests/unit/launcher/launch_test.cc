@@ -3,18 +3,24 @@
 #include "launcher/launch.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <csignal>
+#include <cstdio>
 #include <map>
 
 #include "core/deadline.h"
 #include "core/error.h"
 #include "core/signals.h"
+#include "core/sysio.h"
 #include "launcher/agreement.h"
 #include "launcher/control.h"
 #include "launcher/ports.h"
 #include "launcher/rank_log.h"
 #include "launcher/restart.h"
+#include "launcher/restart_state.h"
+#include "launcher/resume.h"
 #include "launcher/status.h"
 
 namespace dl {
@@ -161,6 +167,72 @@ TEST(Restart, HistoryRoundTripsAndRejectsGarbage) {
   for (const char* bad : {"", "failures=1", "failures=x stalled=0", "stalled=0 failures=1"}) {
     EXPECT_THROW(decode_history(bad), InputError) << bad;
   }
+}
+
+// Issue 12, item 6: dlrun's restart history is read by the run that decides about the
+// next one. A FIFO, a link to /dev/zero or a huge sparse file at its name fails at once
+// (the guard then starts a new history) instead of hanging or filling memory; a link
+// planted at it or at a temporary name is never written through.
+class RestartHistoryFile : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/dl-history-test-XXXXXX";
+    ASSERT_NE(::mkdtemp(tmpl), nullptr);
+    dir = tmpl;
+    path = history_path(dir, "77");
+  }
+  void TearDown() override { dl::sys::remove_tree(dir); }
+  std::string dir, path;
+};
+
+TEST_F(RestartHistoryFile, RoundTripsAndAMissingFileIsEmpty) {
+  EXPECT_EQ(read_history(path).failures, 0u);
+  write_history(path, {2, 1});
+  EXPECT_EQ(read_history(path).failures, 2u);
+  EXPECT_EQ(read_history(path).stalled, 1u);
+  remove_history(path);
+  EXPECT_EQ(read_history(path).stalled, 0u);
+}
+
+TEST_F(RestartHistoryFile, AFifoIsRefusedWithoutBlocking) {
+  ASSERT_EQ(::mkfifo(path.c_str(), 0600), 0);
+  EXPECT_THROW(read_history(path), SystemError);
+}
+
+TEST_F(RestartHistoryFile, ALinkToDevZeroIsRefused) {
+  ASSERT_EQ(::symlink("/dev/zero", path.c_str()), 0);
+  EXPECT_THROW(read_history(path), SystemError);
+}
+
+TEST_F(RestartHistoryFile, AHugeSparseFileIsRefused) {
+  write_history(path, {1, 1});
+  ASSERT_EQ(::truncate(path.c_str(), off_t{1} << 40), 0);
+  EXPECT_THROW(read_history(path), SystemError);
+}
+
+TEST_F(RestartHistoryFile, LinksPlantedAtItsNamesAreNotWrittenThrough) {
+  const std::string victim = dir + "/victim";
+  {
+    std::FILE* f = std::fopen(victim.c_str(), "w");
+    ASSERT_NE(f, nullptr);
+    std::fputs("precious", f);
+    std::fclose(f);
+  }
+  ASSERT_EQ(::symlink(victim.c_str(), (path + ".tmp").c_str()), 0);
+  ASSERT_EQ(::symlink(victim.c_str(), path.c_str()), 0);
+  write_history(path, {1, 0});
+  EXPECT_EQ(dl::sys::read_file(victim, 100), "precious");
+  EXPECT_EQ(read_history(path).failures, 1u);
+}
+
+// Issue 12, item 2: a newer checkpoint counts as progress only if every checksum
+// verifies (the lookup is latest_valid at this level, tested in ckpt_test), so a corrupt
+// one never resets the stalled-run count.
+TEST(Restart, ProgressIsJudgedByEveryChecksum) {
+  EXPECT_EQ(kProgressCheck, CheckLevel::full);
+  // A run that left only a corrupt newer checkpoint: the lookup finds the old step.
+  const auto d = decide_restart({10, 1}, {0, 1}, RunEnd::stopped, 200, 200);
+  EXPECT_EQ(d.action, RestartAction::hold);
 }
 
 TEST(Restart, CompletedFinishes) {
