@@ -35,15 +35,11 @@ std::string read_all(const std::string& path) {
 void print_result(const dl::sim::Result& r, const dl::sim::Options& o, bool json) {
   if (json) {
     const nlohmann::ordered_json j = {
-        {"avg_jct_s", r.avg_jct_s},
-        {"p50_jct_s", r.p50_jct_s},
-        {"p95_jct_s", r.p95_jct_s},
-        {"avg_queue_s", r.avg_queue_s},
-        {"gpu_util", r.gpu_util},
-        {"makespan_s", r.makespan_s},
-        {"split_small_jobs", r.split_small_jobs},
-        {"preemptions", r.preemptions},
-        {"lost_gpu_s", r.lost_gpu_s},
+        {"avg_jct_s", r.avg_jct_s},     {"p50_jct_s", r.p50_jct_s},
+        {"p95_jct_s", r.p95_jct_s},     {"avg_queue_s", r.avg_queue_s},
+        {"gpu_util", r.gpu_util},       {"idle_while_fit", r.idle_while_fit},
+        {"makespan_s", r.makespan_s},   {"split_small_jobs", r.split_small_jobs},
+        {"preemptions", r.preemptions}, {"lost_gpu_s", r.lost_gpu_s},
     };
     std::cout << j.dump() << '\n';
     return;
@@ -53,7 +49,9 @@ void print_result(const dl::sim::Result& r, const dl::sim::Options& o, bool json
   fmt::print("  job completion time  avg {:.0f} s, p50 {:.0f} s, p95 {:.0f} s\n", r.avg_jct_s,
              r.p50_jct_s, r.p95_jct_s);
   fmt::print("  queue (to first start) avg {:.0f} s\n", r.avg_queue_s);
-  fmt::print("  GPU utilization {:.3f} over a makespan of {:.0f} s\n", r.gpu_util, r.makespan_s);
+  fmt::print("  GPU utilization {:.3f} (first to last submit), makespan {:.0f} s\n", r.gpu_util,
+             r.makespan_s);
+  fmt::print("  GPUs idle while a job that fits them waits {:.3f}\n", r.idle_while_fit);
   fmt::print("  small gangs split over nodes {}, preemptions {}, lost {:.0f} GPU-s\n",
              r.split_small_jobs, r.preemptions, r.lost_gpu_s);
 }
@@ -78,9 +76,13 @@ int main(int argc, char** argv) {
   app.add_option("--nodes-per-switch", o.nodes_per_switch,
                  "nodes under each leaf switch (0: none)");
   app.add_option("--policy", policy_name, "fifo-backfill or dl");
-  app.add_option("--limit-factor", o.limit_factor, "time limit = duration x U(1, F)")
+  app.add_option("--limit-factor", o.limit_factor,
+                 "time limit = duration x U(1, F), rounded up to a round value")
       ->capture_default_str()
       ->check(CLI::Range(1.0, 1000.0));
+  bool minute_limits = false;
+  app.add_flag("--minute-limits", minute_limits,
+               "round time limits up to a minute, not to the round values users pick");
   app.add_option("--seed", o.seed, "seed for the time limits")->capture_default_str();
   app.add_flag("--json", json, "print the metrics as one JSON object");
   app.add_option("--restore-cost", o.restore_s,
@@ -157,6 +159,7 @@ int main(int argc, char** argv) {
     }
     if (policy_name.empty()) throw dl::InputError("--policy is required (fifo-backfill or dl)");
     o.policy = dl::sim::parse_policy(policy_name);
+    o.round_limits = !minute_limits;
     o.priority = dl::parse_priority_params(priority_text);
     std::vector<dl::TraceJob> jobs;
     try {
