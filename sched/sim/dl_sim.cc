@@ -67,6 +67,7 @@ int main(int argc, char** argv) {
   std::string policy_name;
   std::string priority_text;
   bool json = false;
+  std::string outcomes_path;
   dl::sim::Options o;
   app.add_option(
       "trace", trace_path,
@@ -85,6 +86,8 @@ int main(int argc, char** argv) {
                "round time limits up to a minute, not to the round values users pick");
   app.add_option("--seed", o.seed, "seed for the time limits")->capture_default_str();
   app.add_flag("--json", json, "print the metrics as one JSON object");
+  app.add_option("--outcomes", outcomes_path,
+                 "write every job's submit, start and end (CSV: job_id,submit_s,start_s,end_s)");
   app.add_option("--restore-cost", o.restore_s,
                  "seconds a restarted job spends loading its checkpoint")
       ->capture_default_str()
@@ -167,7 +170,20 @@ int main(int argc, char** argv) {
     } catch (const dl::InputError& e) {
       throw dl::InputError(trace_path + ": " + e.what());
     }
-    print_result(dl::sim::simulate(std::move(jobs), o), o, json);
+    const auto result = dl::sim::simulate(std::move(jobs), o);
+    if (!outcomes_path.empty()) {
+      std::ofstream out(outcomes_path, std::ios::binary | std::ios::trunc);
+      out << "job_id,submit_s,start_s,end_s\n";
+      for (const auto& j : result.outcomes) {
+        out << fmt::format("{},{},{},{}\n", j.name, j.submit_s, j.start_s, j.end_s);
+      }
+      out.close();
+      if (!out) {
+        throw dl::SystemError(
+            fmt::format("cannot write {}: {}", outcomes_path, std::strerror(errno)));
+      }
+    }
+    print_result(result, o, json);
     return 0;
   } catch (const std::exception& e) {
     fmt::print(stderr, "dl-sim: {}\n", e.what());

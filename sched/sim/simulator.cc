@@ -328,7 +328,8 @@ struct Simulator::Impl {
           s = fit_gang(Gang{t.gpus, Placement::pack, std::nullopt, std::nullopt}, capacity,
                        "dl-sim");
         } catch (const InputError& e) {
-          throw InputError(fmt::format("job {}: {}", t.id, e.what()));
+          throw InputError(
+              fmt::format("job {}: {}", t.name.empty() ? std::to_string(t.id) : t.name, e.what()));
         }
         j.nodes = s.nodes_min;
         j.per_node = s.gpus_per_node;
@@ -893,7 +894,8 @@ struct Simulator::Impl {
       first_submit = std::min(first_submit, j.t.submit_s);
       last_finish = std::max(last_finish, j.finish);
       r.split_small_jobs += j.split;
-      r.outcomes.push_back({j.t.id, j.t.submit_s, j.first_start, j.finish});
+      r.outcomes.push_back({j.t.id, j.t.name.empty() ? std::to_string(j.t.id) : j.t.name,
+                            j.t.submit_s, j.first_start, j.finish});
     }
     std::sort(jct.begin(), jct.end());
     const auto pct = [&](double q) {

@@ -26,6 +26,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -64,6 +65,7 @@ struct Options {
 // One job's life in the simulation, for comparisons with a real controller.
 struct JobOutcome {
   std::uint64_t id = 0;
+  std::string name;  // the trace's job_id
   double submit_s = 0;
   double start_s = 0;  // first start
   double end_s = 0;    // completion

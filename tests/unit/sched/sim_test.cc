@@ -21,7 +21,7 @@ Options cluster(Policy policy, std::uint32_t nodes, std::uint32_t gpus) {
 
 TraceJob job(std::uint64_t id, double submit, double duration, std::uint32_t gpus,
              bool checkpointable = false) {
-  return {id, submit, duration, gpus, "", checkpointable};
+  return {id, submit, duration, gpus, "", checkpointable, ""};
 }
 
 // The FfDL gang check: 8 GPUs, four jobs of 4 one-GPU learners: two run, two wait,
