@@ -69,9 +69,9 @@ int main(int argc, char** argv) {
   bool json = false;
   std::string outcomes_path;
   dl::sim::Options o;
-  app.add_option(
-      "trace", trace_path,
-      "trace CSV (job_id,submit_s,duration_s,num_gpu[,user[,checkpointable]]); - for stdin");
+  app.add_option("trace", trace_path,
+                 "trace CSV (columns by header name: job_id,submit_s,duration_s,num_gpu[,user]"
+                 "[,checkpointable], others ignored); - for stdin");
   app.add_option("--nodes", o.nodes, "nodes in the cluster")->check(CLI::Range(1u, 1000000u));
   app.add_option("--gpus-per-node", o.gpus_per_node, "GPUs per node")->check(CLI::Range(1u, 1024u));
   app.add_option("--nodes-per-switch", o.nodes_per_switch,
