@@ -107,7 +107,8 @@ TEST(Trace, StringIdsColumnsByNameExtraColumnsIgnored) {
 }
 
 TEST(Trace, WriteReadsBack) {
-  std::vector<TraceJob> jobs = {{1, 0, 60, 4, "a", true, ""}, {2, 12.25, 3600.5, 32, "b", false, ""}};
+  std::vector<TraceJob> jobs = {{1, 0, 60, 4, "a", true, ""},
+                                {2, 12.25, 3600.5, 32, "b", false, ""}};
   std::ostringstream out;
   write_trace(out, jobs);
   const auto back = parse_trace(out.str());
