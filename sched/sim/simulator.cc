@@ -746,6 +746,23 @@ struct Simulator::Impl {
     }
     std::sort(releases.begin(), releases.end(),
               [](const Release& x, const Release& y) { return x.t < y.t; });
+    // cons_tres' will-run test (_will_run_test in select/cons_common/job_test.c) frees
+    // the running jobs in batches, those that end within a time window of the first
+    // (30 s, aligned to it, doubled after each batch), and reports a start at the last
+    // freed job's end: a job that needs only the first of several jobs ending close
+    // together is expected to start at the last one's end.
+    double window = 30;
+    const double end_time =
+        releases.empty() ? 0 : releases[0].t + (window - std::fmod(releases[0].t, window));
+    for (std::size_t k = 0, n = releases.size(); k < n;) {
+      std::size_t e = k + 1;
+      while (e < n && releases[e].t <= end_time + window) ++e;
+      for (std::size_t p = k; p < e; ++p) releases[p].t = releases[e - 1].t;
+      do {
+        window *= 2;
+      } while (e < n && releases[e].t > end_time + window);
+      k = e;
+    }
     std::vector<std::uint32_t> order;
     for (auto it = queue.begin(); it != queue.end() && order.size() < o.bf_depth; ++it) {
       order.push_back(it->second);

@@ -132,6 +132,21 @@ TEST(Sim, FifoHonoursTheBackfillWindowForTheHead) {
   EXPECT_DOUBLE_EQ(start_of(r, 3), 10030);
 }
 
+// cons_tres' will-run test frees running jobs in batches (those ending within 30 s of
+// the first, aligned): a job is expected at the batch's last end, and reserved there.
+TEST(Sim, FifoExpectsAStartWhenABatchOfEndingJobsHasEnded) {
+  // A (4 GPUs, node 0) ends by its limit at 180, B (1 GPU, node 1) at 120: one batch.
+  // H (4 GPUs) is expected at 180, on node 0 (both nodes free then, best fit in order),
+  // not at 120 on node 1; so L (3 GPUs, long) starts on node 1 at the first pass.
+  const std::vector<TraceJob> trace = {job(1, 0, 180, 4), job(2, 0, 120, 1), job(3, 10, 60, 4),
+                                       job(4, 20, 3600, 3)};
+  Options o = cluster(Policy::fifo_backfill, 2, 4);
+  o.round_limits = false;
+  const Result r = simulate(trace, o);
+  EXPECT_DOUBLE_EQ(start_of(r, 4), 30);
+  EXPECT_DOUBLE_EQ(start_of(r, 3), 180);
+}
+
 // Users give round time limits (Tsafrir et al.), well above what their jobs need.
 TEST(Sim, UserTimeLimitsAreRoundAndNeverShort) {
   for (const double d : {1.0, 59.0, 61.0, 500.0, 3599.0, 3601.0, 40000.0, 400000.0}) {
