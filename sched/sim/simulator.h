@@ -1,12 +1,16 @@
 // dl-sim's engine: replays a job trace on a GPU cluster under one of two policies.
 //
-//   fifo-backfill  plain Slurm: age-ordered priority; the main scheduler starts jobs
-//                  in that order until one does not fit; every bf_interval the backfill
-//                  scheduler starts lower jobs that do not delay the reservation of any
-//                  higher job, using time limits. A gang asks --gpus=N and is placed as
-//                  select/cons_tres does: the best-fitting run of consecutive nodes with
-//                  free GPUs, GPUs taken from its nodes in order (so it may be split
-//                  across nodes). No preemption.
+//   fifo-backfill  plain Slurm 22.05: age-ordered priority; the main scheduler starts
+//                  jobs in that order until one does not fit; every bf_interval the
+//                  backfill scheduler gives each pending job (up to bf_depth) its
+//                  earliest start from the running jobs' time limits (freed in the
+//                  batches of cons_tres' will-run test) on nodes that no higher job's
+//                  reservation holds during its window; it starts now, or reserves the
+//                  whole nodes of that placement when the start is within bf_window,
+//                  or gets nothing. A gang asks --gpus=N and is placed as cons_tres
+//                  does: the best-fitting run of consecutive nodes with free GPUs, else
+//                  the largest runs first (so it may span runs and be split across
+//                  nodes). No preemption.
 //   dl             this project's policy, through the same core code as the plugins:
 //                  gangs shaped by dl::shape_gang (pack), ordered by dl::priority_points
 //                  (least attained service + aging), a blocked job at the head preempts
