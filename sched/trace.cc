@@ -3,8 +3,11 @@
 #include <fmt/format.h>
 #include <fmt/ostream.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <cstdint>
+#include <iterator>
 #include <ostream>
 #include <unordered_map>
 
@@ -76,7 +79,11 @@ class Row {
 
 std::vector<TraceJob> parse_trace(std::string_view text) {
   std::vector<TraceJob> jobs;
-  std::unordered_map<std::uint64_t, std::size_t> seen;  // job id -> line
+  std::unordered_map<std::string, std::size_t> seen;  // job id -> line
+  bool numeric_ids = true;
+  // The position of each known column in the header, and how many columns it has.
+  enum Col { kJobId, kSubmit, kDuration, kGpus, kUser, kCheckpointable, kCols };
+  std::size_t pos[kCols];
   std::size_t columns = 0;
   std::size_t line_no = 0;
   std::size_t start = 0;
@@ -92,15 +99,24 @@ std::vector<TraceJob> parse_trace(std::string_view text) {
     if (line.find('\0') != std::string_view::npos) throw row.error("NUL byte in the line");
     const auto fields = fields_of(line);
     if (columns == 0) {
-      bool ok = fields.size() >= 4 && fields.size() <= 6;
-      for (std::size_t i = 0; ok && i < fields.size(); ++i) {
-        ok = fields[i] == (i < 4 ? kRequired[i] : kOptional[i - 4]);
+      std::fill(std::begin(pos), std::end(pos), SIZE_MAX);
+      for (std::size_t i = 0; i < fields.size(); ++i) {
+        for (int c = 0; c < kCols; ++c) {
+          const char* name = c < 4 ? kRequired[c] : kOptional[c - 4];
+          if (fields[i] != name) continue;
+          if (pos[c] != SIZE_MAX) {
+            throw row.error(fmt::format("header: column {} appears twice", name));
+          }
+          pos[c] = i;
+        }
       }
-      if (!ok) {
-        throw row.error(fmt::format(
-            "header '{}': expected job_id,submit_s,duration_s,num_gpu optionally followed by "
-            ",user and ,checkpointable",
-            line));
+      for (int c = 0; c < 4; ++c) {
+        if (pos[c] == SIZE_MAX) {
+          throw row.error(fmt::format(
+              "header '{}': no column {}: expected the columns job_id, submit_s, duration_s and "
+              "num_gpu (in any order; user, checkpointable optional; others are ignored)",
+              line, kRequired[c]));
+        }
       }
       columns = fields.size();
       continue;
@@ -109,29 +125,47 @@ std::vector<TraceJob> parse_trace(std::string_view text) {
       throw row.error(fmt::format("{} fields, the header has {}", fields.size(), columns));
     }
     TraceJob job;
-    job.id = row.whole<std::uint64_t>("job_id", fields[0], 0, UINT64_MAX);
-    job.submit_s = row.seconds("submit_s", fields[1], true);
-    job.duration_s = row.seconds("duration_s", fields[2], false);
-    job.gpus = row.whole<std::uint32_t>("num_gpu", fields[3], 1, 1u << 20);
-    if (columns >= 5) {
-      job.user = std::string(fields[4]);
+    const auto id_text = fields[pos[kJobId]];
+    if (id_text.empty()) throw row.error("job_id is empty");
+    if (id_text.find('"') != std::string_view::npos) {
+      throw row.error(fmt::format("job_id='{}': quotes are not allowed", id_text));
+    }
+    job.name = std::string(id_text);
+    std::uint64_t number = 0;
+    const auto [end, ec] = std::from_chars(id_text.data(), id_text.data() + id_text.size(), number);
+    const bool numeric = ec == std::errc() && end == id_text.data() + id_text.size();
+    if (numeric) {
+      job.id = number;
+    } else {
+      numeric_ids = false;
+    }
+    job.submit_s = row.seconds("submit_s", fields[pos[kSubmit]], true);
+    job.duration_s = row.seconds("duration_s", fields[pos[kDuration]], false);
+    job.gpus = row.whole<std::uint32_t>("num_gpu", fields[pos[kGpus]], 1, 1u << 20);
+    if (pos[kUser] != SIZE_MAX) {
+      job.user = std::string(fields[pos[kUser]]);
       if (job.user.find('"') != std::string::npos) {
         throw row.error(fmt::format("user='{}': quotes are not allowed", job.user));
       }
     }
-    if (columns == 6) {
-      if (fields[5] != "0" && fields[5] != "1") {
-        throw row.error(fmt::format("checkpointable='{}': expected 0 or 1", fields[5]));
+    if (pos[kCheckpointable] != SIZE_MAX) {
+      const auto c = fields[pos[kCheckpointable]];
+      if (c != "0" && c != "1") {
+        throw row.error(fmt::format("checkpointable='{}': expected 0 or 1", c));
       }
-      job.checkpointable = fields[5] == "1";
+      job.checkpointable = c == "1";
     }
-    if (const auto [it, fresh] = seen.emplace(job.id, line_no); !fresh) {
-      throw row.error(fmt::format("job_id {} already used on line {}", job.id, it->second));
+    if (const auto [it, fresh] = seen.emplace(numeric ? std::to_string(number) : job.name, line_no);
+        !fresh) {
+      throw row.error(fmt::format("job_id {} already used on line {}", job.name, it->second));
     }
     jobs.push_back(std::move(job));
   }
   if (columns == 0) {
     throw InputError("line 1: empty trace: expected the header job_id,submit_s,duration_s,num_gpu");
+  }
+  if (!numeric_ids) {
+    for (std::size_t k = 0; k < jobs.size(); ++k) jobs[k].id = k + 1;
   }
   return jobs;
 }
@@ -139,8 +173,8 @@ std::vector<TraceJob> parse_trace(std::string_view text) {
 void write_trace(std::ostream& out, const std::vector<TraceJob>& jobs) {
   out << "job_id,submit_s,duration_s,num_gpu,user,checkpointable\n";
   for (const auto& j : jobs) {
-    fmt::print(out, "{},{},{},{},{},{}\n", j.id, j.submit_s, j.duration_s, j.gpus, j.user,
-               j.checkpointable ? 1 : 0);
+    fmt::print(out, "{},{},{},{},{},{}\n", j.name.empty() ? std::to_string(j.id) : j.name,
+               j.submit_s, j.duration_s, j.gpus, j.user, j.checkpointable ? 1 : 0);
   }
 }
 

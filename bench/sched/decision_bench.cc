@@ -30,11 +30,11 @@ dl::sim::Simulator& loaded(Policy policy) {
     std::vector<dl::TraceJob> trace;
     std::uint64_t id = 1;
     for (std::uint32_t k = 0; k < kNodes; ++k) {
-      trace.push_back({id++, 0, 1e6, kGpusPerNode, "", k % 2 == 0});
+      trace.push_back({id++, 0, 1e6, kGpusPerNode, "", k % 2 == 0, ""});
     }
     const std::uint32_t sizes[] = {16, 8, 4, 2, 1};
     for (std::uint32_t k = 0; k < kPending; ++k) {
-      trace.push_back({id++, 1.0 + k, 3600, sizes[k % 5], "", k % 2 == 0});
+      trace.push_back({id++, 1.0 + k, 3600, sizes[k % 5], "", k % 2 == 0, ""});
     }
     dl::sim::Options o;
     o.policy = policy;

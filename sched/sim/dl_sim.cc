@@ -35,15 +35,11 @@ std::string read_all(const std::string& path) {
 void print_result(const dl::sim::Result& r, const dl::sim::Options& o, bool json) {
   if (json) {
     const nlohmann::ordered_json j = {
-        {"avg_jct_s", r.avg_jct_s},
-        {"p50_jct_s", r.p50_jct_s},
-        {"p95_jct_s", r.p95_jct_s},
-        {"avg_queue_s", r.avg_queue_s},
-        {"gpu_util", r.gpu_util},
-        {"makespan_s", r.makespan_s},
-        {"split_small_jobs", r.split_small_jobs},
-        {"preemptions", r.preemptions},
-        {"lost_gpu_s", r.lost_gpu_s},
+        {"avg_jct_s", r.avg_jct_s},     {"p50_jct_s", r.p50_jct_s},
+        {"p95_jct_s", r.p95_jct_s},     {"avg_queue_s", r.avg_queue_s},
+        {"gpu_util", r.gpu_util},       {"idle_while_fit", r.idle_while_fit},
+        {"makespan_s", r.makespan_s},   {"split_small_jobs", r.split_small_jobs},
+        {"preemptions", r.preemptions}, {"lost_gpu_s", r.lost_gpu_s},
     };
     std::cout << j.dump() << '\n';
     return;
@@ -53,7 +49,9 @@ void print_result(const dl::sim::Result& r, const dl::sim::Options& o, bool json
   fmt::print("  job completion time  avg {:.0f} s, p50 {:.0f} s, p95 {:.0f} s\n", r.avg_jct_s,
              r.p50_jct_s, r.p95_jct_s);
   fmt::print("  queue (to first start) avg {:.0f} s\n", r.avg_queue_s);
-  fmt::print("  GPU utilization {:.3f} over a makespan of {:.0f} s\n", r.gpu_util, r.makespan_s);
+  fmt::print("  GPU utilization {:.3f} (first to last submit), makespan {:.0f} s\n", r.gpu_util,
+             r.makespan_s);
+  fmt::print("  GPUs idle while a job that fits them waits {:.3f}\n", r.idle_while_fit);
   fmt::print("  small gangs split over nodes {}, preemptions {}, lost {:.0f} GPU-s\n",
              r.split_small_jobs, r.preemptions, r.lost_gpu_s);
 }
@@ -69,20 +67,27 @@ int main(int argc, char** argv) {
   std::string policy_name;
   std::string priority_text;
   bool json = false;
+  std::string outcomes_path;
   dl::sim::Options o;
-  app.add_option(
-      "trace", trace_path,
-      "trace CSV (job_id,submit_s,duration_s,num_gpu[,user[,checkpointable]]); - for stdin");
+  app.add_option("trace", trace_path,
+                 "trace CSV (columns by header name: job_id,submit_s,duration_s,num_gpu[,user]"
+                 "[,checkpointable], others ignored); - for stdin");
   app.add_option("--nodes", o.nodes, "nodes in the cluster")->check(CLI::Range(1u, 1000000u));
   app.add_option("--gpus-per-node", o.gpus_per_node, "GPUs per node")->check(CLI::Range(1u, 1024u));
   app.add_option("--nodes-per-switch", o.nodes_per_switch,
                  "nodes under each leaf switch (0: none)");
   app.add_option("--policy", policy_name, "fifo-backfill or dl");
-  app.add_option("--limit-factor", o.limit_factor, "time limit = duration x U(1, F)")
+  app.add_option("--limit-factor", o.limit_factor,
+                 "time limit = duration x U(1, F), rounded up to a round value")
       ->capture_default_str()
       ->check(CLI::Range(1.0, 1000.0));
+  bool minute_limits = false;
+  app.add_flag("--minute-limits", minute_limits,
+               "round time limits up to a minute, not to the round values users pick");
   app.add_option("--seed", o.seed, "seed for the time limits")->capture_default_str();
   app.add_flag("--json", json, "print the metrics as one JSON object");
+  app.add_option("--outcomes", outcomes_path,
+                 "write every job's submit, start and end (CSV: job_id,submit_s,start_s,end_s)");
   app.add_option("--restore-cost", o.restore_s,
                  "seconds a restarted job spends loading its checkpoint")
       ->capture_default_str()
@@ -157,6 +162,7 @@ int main(int argc, char** argv) {
     }
     if (policy_name.empty()) throw dl::InputError("--policy is required (fifo-backfill or dl)");
     o.policy = dl::sim::parse_policy(policy_name);
+    o.round_limits = !minute_limits;
     o.priority = dl::parse_priority_params(priority_text);
     std::vector<dl::TraceJob> jobs;
     try {
@@ -164,7 +170,20 @@ int main(int argc, char** argv) {
     } catch (const dl::InputError& e) {
       throw dl::InputError(trace_path + ": " + e.what());
     }
-    print_result(dl::sim::simulate(std::move(jobs), o), o, json);
+    const auto result = dl::sim::simulate(std::move(jobs), o);
+    if (!outcomes_path.empty()) {
+      std::ofstream out(outcomes_path, std::ios::binary | std::ios::trunc);
+      out << "job_id,submit_s,start_s,end_s\n";
+      for (const auto& j : result.outcomes) {
+        out << fmt::format("{},{},{},{}\n", j.name, j.submit_s, j.start_s, j.end_s);
+      }
+      out.close();
+      if (!out) {
+        throw dl::SystemError(
+            fmt::format("cannot write {}: {}", outcomes_path, std::strerror(errno)));
+      }
+    }
+    print_result(result, o, json);
     return 0;
   } catch (const std::exception& e) {
     fmt::print(stderr, "dl-sim: {}\n", e.what());

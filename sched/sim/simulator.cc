@@ -58,35 +58,57 @@ struct Job {
 // Slurm-like uniform draws that do not depend on the standard library's distributions.
 double uniform01(std::mt19937_64& rng) { return static_cast<double>(rng() >> 11) * 0x1.0p-53; }
 
-// --gpus=N as select/cons_tres places it: among runs of consecutive nodes with free
-// GPUs, the one that suffices with the fewest free GPUs; GPUs from its nodes in order.
+// --gpus=N as select/cons_tres places it (its _eval_nodes): the runs of consecutive
+// nodes with free GPUs are the candidate sets; while GPUs are missing it takes the
+// set that suffices with the fewest free GPUs, or else the largest one (the first of
+// equals), GPUs from its nodes in order. A gang may span several sets: only
+// --contiguous asks for one.
 std::vector<Alloc> place_fifo(const std::vector<std::uint32_t>& free, std::uint32_t gpus) {
-  std::size_t best_start = 0, best_end = 0;
-  std::uint64_t best_sum = std::numeric_limits<std::uint64_t>::max();
-  std::size_t i = 0;
+  struct Run {
+    std::size_t start, end;
+    std::uint64_t sum;
+  };
+  std::vector<Run> runs;
+  std::uint64_t total = 0;
   const std::size_t n = free.size();
-  while (i < n) {
+  for (std::size_t i = 0; i < n;) {
     if (free[i] == 0) {
       ++i;
       continue;
     }
-    const std::size_t start = i;
-    std::uint64_t sum = 0;
-    while (i < n && free[i] > 0) sum += free[i++];
-    if (sum >= gpus && sum < best_sum) {
-      best_sum = sum;
-      best_start = start;
-      best_end = i;
-    }
+    Run r{i, i, 0};
+    while (i < n && free[i] > 0) r.sum += free[i++];
+    r.end = i;
+    total += r.sum;
+    runs.push_back(r);
   }
   std::vector<Alloc> alloc;
-  if (best_sum == std::numeric_limits<std::uint64_t>::max()) return alloc;
+  if (total < gpus) return alloc;
   std::uint32_t left = gpus;
-  for (std::size_t k = best_start; k < best_end && left > 0; ++k) {
-    const auto take = std::min(left, free[k]);
-    alloc.push_back({static_cast<std::uint32_t>(k), take});
-    left -= take;
+  while (left > 0) {
+    std::size_t pick = runs.size();
+    for (std::size_t k = 0; k < runs.size(); ++k) {
+      if (runs[k].sum == 0) continue;
+      if (pick == runs.size()) {
+        pick = k;
+        continue;
+      }
+      const bool fits = runs[k].sum >= left, pick_fits = runs[pick].sum >= left;
+      if (fits ? !pick_fits || runs[k].sum < runs[pick].sum
+               : !pick_fits && runs[k].sum > runs[pick].sum) {
+        pick = k;
+      }
+    }
+    Run& r = runs[pick];
+    for (std::size_t k = r.start; k < r.end && left > 0; ++k) {
+      const auto take = std::min(left, free[k]);
+      alloc.push_back({static_cast<std::uint32_t>(k), take});
+      left -= take;
+    }
+    r.sum = 0;
   }
+  std::sort(alloc.begin(), alloc.end(),
+            [](const Alloc& x, const Alloc& y) { return x.node < y.node; });
   return alloc;
 }
 
@@ -220,6 +242,18 @@ constexpr std::uint32_t kNoJob = std::numeric_limits<std::uint32_t>::max();
 
 }  // namespace
 
+double user_time_limit(double duration_s, double u, double limit_factor, bool round) {
+  const double want = duration_s * (1 + (limit_factor - 1) * u);
+  if (!round) return std::ceil(want / 60) * 60;
+  static constexpr double kRound[] = {60,   120,   300,   600,   900,   1800,   3600,
+                                      7200, 14400, 28800, 43200, 86400, 172800, 259200};
+  for (const double v : kRound) {
+    if (want <= v) return v;
+  }
+  constexpr double kWeek = 7 * 86400;
+  return std::ceil(want / kWeek) * kWeek;
+}
+
 Policy parse_policy(std::string_view name) {
   if (name == "fifo-backfill") return Policy::fifo_backfill;
   if (name == "dl") return Policy::dl;
@@ -257,6 +291,11 @@ struct Simulator::Impl {
   mutable std::vector<std::uint32_t> scratch;
   std::uint64_t preemptions = 0;
   double lost_gpu_s = 0;
+  // The metrics' integrals over [first submit, last submit].
+  std::multiset<std::uint32_t> pending_gpus;  // the GPUs of every pending job
+  std::int64_t used_gpus = 0;
+  double span_begin = 0, span_end = 0, last_account = 0;
+  double used_gpu_s = 0, idle_fit_gpu_s = 0;
 
   Impl(std::vector<TraceJob> trace, const Options& options) : o(options) {
     check_options();
@@ -282,15 +321,15 @@ struct Simulator::Impl {
     jobs.reserve(trace.size());
     for (auto& t : trace) {
       Job j;
-      const double draw = 1 + (o.limit_factor - 1) * uniform01(rng);
-      j.limit = std::ceil(t.duration_s * draw / 60) * 60;
+      j.limit = user_time_limit(t.duration_s, uniform01(rng), o.limit_factor, o.round_limits);
       if (o.policy == Policy::dl) {
         Shape s;
         try {
           s = fit_gang(Gang{t.gpus, Placement::pack, std::nullopt, std::nullopt}, capacity,
                        "dl-sim");
         } catch (const InputError& e) {
-          throw InputError(fmt::format("job {}: {}", t.id, e.what()));
+          throw InputError(
+              fmt::format("job {}: {}", t.name.empty() ? std::to_string(t.id) : t.name, e.what()));
         }
         j.nodes = s.nodes_min;
         j.per_node = s.gpus_per_node;
@@ -311,6 +350,25 @@ struct Simulator::Impl {
       jobs.push_back(std::move(j));
     }
     scratch.reserve(o.nodes);
+    if (!jobs.empty()) {
+      span_begin = last_account = jobs.front().t.submit_s;
+      span_end = jobs.back().t.submit_s;
+      // Jobs all submitted at once: the whole run instead.
+      if (span_end <= span_begin) span_end = kInf;
+    }
+  }
+
+  // Adds the state since the last event to the metrics' integrals (call before `now`
+  // moves on).
+  void account(double t) {
+    const double a = std::max(last_account, span_begin), b = std::min(t, span_end);
+    if (b > a) {
+      used_gpu_s += static_cast<double>(used_gpus) * (b - a);
+      if (!pending_gpus.empty() && *pending_gpus.begin() <= free_total) {
+        idle_fit_gpu_s += static_cast<double>(free_total) * (b - a);
+      }
+    }
+    last_account = std::max(last_account, t);
   }
 
   void check_options() const {
@@ -362,11 +420,15 @@ struct Simulator::Impl {
                       ? j.t.submit_s
                       : -queue_key(j.attained, j.eligible - j.waited, o.priority);
     queue.emplace(j.queue_key, i);
+    pending_gpus.insert(j.hold);
     backfill_useful |= j.hold <= free_total;
     ++version;
   }
 
-  void dequeue(std::uint32_t i) { queue.erase({jobs[i].queue_key, i}); }
+  void dequeue(std::uint32_t i) {
+    queue.erase({jobs[i].queue_key, i});
+    pending_gpus.erase(pending_gpus.find(jobs[i].hold));
+  }
 
   std::optional<std::uint32_t> head() const {
     if (queue.empty()) return std::nullopt;
@@ -384,6 +446,7 @@ struct Simulator::Impl {
     j.waited += now - j.eligible;
     for (const auto& a : alloc) set_free(a.node, free[a.node] - a.gpus);
     j.alloc = alloc;
+    used_gpus += j.t.gpus;
     j.state = State::running;
     j.run_start = now;
     j.run_restore = j.runs > 0 ? o.restore_s : 0;
@@ -405,6 +468,7 @@ struct Simulator::Impl {
     Job& j = jobs[i];
     lost_gpu_s += j.hold * std::min(now - j.run_start, j.run_restore);
     for (const auto& a : j.alloc) set_free(a.node, free[a.node] + a.gpus);
+    used_gpus -= j.t.gpus;
     j.alloc.clear();
     j.attained += j.hold * (now - j.run_start);
     const std::uint32_t last = running.back();
@@ -603,6 +667,7 @@ struct Simulator::Impl {
   // at its earliest start within bf_window: in GPUs over time for every job, and on
   // specific nodes for the highest one.
   void backfill_pass() {
+    if (o.policy == Policy::fifo_backfill) return backfill_pass_slurm();
     backfill_useful = false;
     std::vector<std::pair<double, std::int64_t>> releases;
     releases.reserve(running.size());
@@ -653,7 +718,129 @@ struct Simulator::Impl {
         top = reserve_nodes(j);
         top->start = slot_up(now, o.bf_resolution_s, top->start);
       }
-      if (s < horizon) profile.occupy(s, s + j.limit, j.hold);
+      // Slurm reserves a job with a time_min for its time_min (backfill.c).
+      if (s < horizon) profile.occupy(s, s + need, j.hold);
+    }
+  }
+
+  // Slurm 22.05's backfill pass for plain Slurm (plugins/sched/backfill/backfill.c):
+  // jobs in priority order, up to bf_depth. Each gets the earliest start at which
+  // select/cons_tres can place it: running jobs release their GPUs at their time
+  // limits, and the nodes reserved for higher jobs in this pass (the node-space map,
+  // whole nodes) are off limits for any window that overlaps theirs. A job that can
+  // start now starts; one that can start within bf_window reserves the nodes of that
+  // placement from its start to its end, both rounded down to bf_resolution; one
+  // that cannot gets no reservation. Running jobs on shared nodes are not in the map
+  // (_bf_reserve_running only reserves whole-node jobs).
+  void backfill_pass_slurm() {
+    backfill_useful = false;
+    struct Release {
+      double t;
+      std::uint32_t node, gpus;
+    };
+    std::vector<Release> releases;
+    for (const auto r : running) {
+      for (const auto& a : jobs[r].alloc) {
+        releases.push_back({std::max(jobs[r].est_end, now), a.node, a.gpus});
+      }
+    }
+    std::sort(releases.begin(), releases.end(),
+              [](const Release& x, const Release& y) { return x.t < y.t; });
+    // cons_tres' will-run test (_will_run_test in select/cons_common/job_test.c) frees
+    // the running jobs in batches, those that end within a time window of the first
+    // (30 s, aligned to it, doubled after each batch), and reports a start at the last
+    // freed job's end: a job that needs only the first of several jobs ending close
+    // together is expected to start at the last one's end.
+    double window = 30;
+    const double end_time =
+        releases.empty() ? 0 : releases[0].t + (window - std::fmod(releases[0].t, window));
+    for (std::size_t k = 0, n = releases.size(); k < n;) {
+      std::size_t e = k + 1;
+      while (e < n && releases[e].t <= end_time + window) ++e;
+      for (std::size_t p = k; p < e; ++p) releases[p].t = releases[e - 1].t;
+      do {
+        window *= 2;
+      } while (e < n && releases[e].t > end_time + window);
+      k = e;
+    }
+    std::vector<std::uint32_t> order;
+    for (auto it = queue.begin(); it != queue.end() && order.size() < o.bf_depth; ++it) {
+      order.push_back(it->second);
+    }
+    // As in backfill_pass(): reservations that begin after every lower job that could
+    // start now would end cannot change what this pass starts.
+    const auto need_of = [&](const Job& j) { return j.time_min.value_or(j.limit); };
+    std::vector<double> reach(order.size() + 1, 0);
+    for (std::size_t k = order.size(); k-- > 0;) {
+      const Job& j = jobs[order[k]];
+      reach[k] = std::max(reach[k + 1], j.hold <= free_total ? j.limit : 0.0);
+    }
+    struct Resv {
+      double begin, end;
+      std::vector<std::uint32_t> nodes;
+    };
+    std::vector<Resv> resv;
+    const auto floor_res = [&](double t) {
+      return std::floor(t / o.bf_resolution_s + 1e-9) * o.bf_resolution_s;
+    };
+    std::vector<std::uint32_t> level(o.nodes), masked(o.nodes, 0);
+    std::uint32_t stamp = 0;
+    for (std::size_t k = 0; k < order.size(); ++k) {
+      if (reach[k] == 0 || free_total == 0) return;
+      const std::uint32_t i = order[k];
+      const Job& j = jobs[i];
+      const double need = need_of(j);
+      const double last = now + std::min(o.bf_window_s, reach[k + 1] + o.bf_resolution_s);
+      std::vector<double> times;
+      times.push_back(now);
+      for (const auto& r : resv) {
+        if (r.end > now && r.end <= last) times.push_back(r.end);
+      }
+      std::sort(times.begin(), times.end());
+      level = free;
+      std::int64_t total = free_total;
+      std::size_t next_release = 0, next_time = 0;
+      double at = kInf;
+      while (true) {
+        // The next candidate start: a release or the end of a reservation.
+        double c = next_time < times.size() ? times[next_time] : kInf;
+        if (next_release < releases.size()) c = std::min(c, releases[next_release].t);
+        if (c > last || c == kInf) break;
+        while (next_release < releases.size() && releases[next_release].t <= c) {
+          level[releases[next_release].node] += releases[next_release].gpus;
+          total += releases[next_release].gpus;
+          ++next_release;
+        }
+        while (next_time < times.size() && times[next_time] <= c) ++next_time;
+        if (total < j.hold) continue;
+        ++stamp;
+        std::int64_t usable = total;
+        for (const auto& r : resv) {
+          if (!(c < r.end && c + need > r.begin)) continue;
+          for (const auto node : r.nodes) {
+            if (masked[node] == stamp) continue;
+            masked[node] = stamp;
+            usable -= level[node];
+          }
+        }
+        if (usable >= j.hold) {
+          at = c;
+          break;
+        }
+      }
+      if (at == kInf) continue;
+      for (std::uint32_t node = 0; node < o.nodes; ++node) {
+        if (masked[node] == stamp) level[node] = 0;
+      }
+      const auto alloc = place_fifo(level, j.hold);
+      if (alloc.empty()) throw std::logic_error("dl-sim: backfill found no placement");
+      if (at <= now) {
+        start(i, alloc, std::nullopt);
+        continue;
+      }
+      Resv r{floor_res(at), floor_res(at + need), {}};
+      for (const auto& a : alloc) r.nodes.push_back(a.node);
+      resv.push_back(std::move(r));
     }
   }
 
@@ -678,6 +865,7 @@ struct Simulator::Impl {
       const double t = next_event_time();
       if (t == kInf) throw std::logic_error("dl-sim: pending jobs but nothing left to happen");
       if (t > until) break;
+      account(t);
       now = std::max(now, t);
       bool backfill = false;
       while (next_arrival < jobs.size() && jobs[next_arrival].t.submit_s <= now) {
@@ -716,14 +904,15 @@ struct Simulator::Impl {
     if (jobs.empty()) return r;
     std::vector<double> jct;
     jct.reserve(jobs.size());
-    double queue = 0, work = 0, first_submit = kInf, last_finish = 0;
+    double queue = 0, first_submit = kInf, last_finish = 0;
     for (const auto& j : jobs) {
       jct.push_back(j.finish - j.t.submit_s);
       queue += j.first_start - j.t.submit_s;
-      work += j.t.gpus * j.t.duration_s;
       first_submit = std::min(first_submit, j.t.submit_s);
       last_finish = std::max(last_finish, j.finish);
       r.split_small_jobs += j.split;
+      r.outcomes.push_back({j.t.id, j.t.name.empty() ? std::to_string(j.t.id) : j.t.name,
+                            j.t.submit_s, j.first_start, j.finish});
     }
     std::sort(jct.begin(), jct.end());
     const auto pct = [&](double q) {
@@ -737,8 +926,10 @@ struct Simulator::Impl {
     r.p95_jct_s = pct(0.95);
     r.avg_queue_s = queue / static_cast<double>(jobs.size());
     r.makespan_s = last_finish - first_submit;
-    const double capacity = static_cast<double>(o.nodes) * o.gpus_per_node * r.makespan_s;
-    r.gpu_util = capacity > 0 ? work / capacity : 0;
+    const double capacity = static_cast<double>(o.nodes) * o.gpus_per_node *
+                            (std::min(span_end, last_finish) - span_begin);
+    r.gpu_util = capacity > 0 ? used_gpu_s / capacity : 0;
+    r.idle_while_fit = capacity > 0 ? idle_fit_gpu_s / capacity : 0;
     r.preemptions = preemptions;
     r.lost_gpu_s = lost_gpu_s;
     return r;

@@ -1,12 +1,16 @@
 // dl-sim's engine: replays a job trace on a GPU cluster under one of two policies.
 //
-//   fifo-backfill  plain Slurm: age-ordered priority; the main scheduler starts jobs
-//                  in that order until one does not fit; every bf_interval the backfill
-//                  scheduler starts lower jobs that do not delay the reservation of any
-//                  higher job, using time limits. A gang asks --gpus=N and is placed as
-//                  select/cons_tres does: the best-fitting run of consecutive nodes with
-//                  free GPUs, GPUs taken from its nodes in order (so it may be split
-//                  across nodes). No preemption.
+//   fifo-backfill  plain Slurm 22.05: age-ordered priority; the main scheduler starts
+//                  jobs in that order until one does not fit; every bf_interval the
+//                  backfill scheduler gives each pending job (up to bf_depth) its
+//                  earliest start from the running jobs' time limits (freed in the
+//                  batches of cons_tres' will-run test) on nodes that no higher job's
+//                  reservation holds during its window; it starts now, or reserves the
+//                  whole nodes of that placement when the start is within bf_window,
+//                  or gets nothing. A gang asks --gpus=N and is placed as cons_tres
+//                  does: the best-fitting run of consecutive nodes with free GPUs, else
+//                  the largest runs first (so it may span runs and be split across
+//                  nodes). No preemption.
 //   dl             this project's policy, through the same core code as the plugins:
 //                  gangs shaped by dl::shape_gang (pack), ordered by dl::priority_points
 //                  (least attained service + aging), a blocked job at the head preempts
@@ -26,6 +30,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -45,7 +50,8 @@ struct Options {
   std::uint32_t nodes = 100;
   std::uint32_t gpus_per_node = 4;
   std::uint32_t nodes_per_switch = 0;  // 0: no leaf switches
-  double limit_factor = 3;             // time limit = duration x U(1, limit_factor)
+  double limit_factor = 3;             // time limit = duration x U(1, limit_factor),
+  bool round_limits = true;            // rounded up to a round value (else a minute)
   std::uint64_t seed = 1;              // for the time limits
   double restore_s = 60;
   double ckpt_every_s = 600;
@@ -60,18 +66,43 @@ struct Options {
   PriorityParams priority;  // dl: weights, aging and the preemption margin
 };
 
+// One job's life in the simulation, for comparisons with a real controller.
+struct JobOutcome {
+  std::uint64_t id = 0;
+  std::string name;  // the trace's job_id
+  double submit_s = 0;
+  double start_s = 0;  // first start
+  double end_s = 0;    // completion
+};
+
 struct Result {
   std::size_t jobs = 0;
   double avg_jct_s = 0;
   double p50_jct_s = 0;
   double p95_jct_s = 0;
-  double avg_queue_s = 0;              // submit to first start
-  double gpu_util = 0;                 // GPU-seconds of the trace / (cluster GPUs x makespan)
+  double avg_queue_s = 0;  // submit to first start
+  // Time-averaged GPUs in use (by running jobs, restores included; GPUs a shape holds
+  // but the job does not use are not) / cluster GPUs, from the first to the last
+  // submit: while jobs still arrive, not the tail when the longest ones finish.
+  double gpu_util = 0;
+  // Time-averaged idle GPUs while a pending job could fit in that many (its GPUs <=
+  // the idle GPUs) / cluster GPUs, over the same interval: capacity a scheduler left
+  // unused with work waiting (a reservation, a shape, fragmentation).
+  double idle_while_fit = 0;
   double makespan_s = 0;               // first submit to last completion
   std::uint64_t split_small_jobs = 0;  // gangs of <= G GPUs placed over several nodes
   std::uint64_t preemptions = 0;
   double lost_gpu_s = 0;
+  std::vector<JobOutcome> outcomes;  // in submit order
 };
+
+// The time limit a user gives a job of `duration_s` seconds: the duration times
+// 1 + (limit_factor - 1) x u (u in [0, 1)), rounded up to one of the round values
+// users pick (Tsafrir, Etsion and Feitelson, "Modeling user runtime estimates",
+// JSSPP 2005: a score of values cover 90% of jobs): 1, 2, 5, 10, 15, 30 minutes,
+// 1, 2, 4, 8, 12, 24, 48, 72 hours, then whole weeks.
+// With round = false: to whole minutes only.
+double user_time_limit(double duration_s, double u, double limit_factor, bool round = true);
 
 class Simulator {
  public:

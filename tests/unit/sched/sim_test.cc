@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <numeric>
 
 #include "core/error.h"
@@ -20,7 +21,7 @@ Options cluster(Policy policy, std::uint32_t nodes, std::uint32_t gpus) {
 
 TraceJob job(std::uint64_t id, double submit, double duration, std::uint32_t gpus,
              bool checkpointable = false) {
-  return {id, submit, duration, gpus, "", checkpointable};
+  return {id, submit, duration, gpus, "", checkpointable, ""};
 }
 
 // The FfDL gang check: 8 GPUs, four jobs of 4 one-GPU learners: two run, two wait,
@@ -37,7 +38,7 @@ TEST(Sim, GangsOfFourOnEightGpusTwoRunTwoWait) {
     EXPECT_EQ(r.jobs, 4u);
     EXPECT_DOUBLE_EQ(r.avg_jct_s, 150);
     EXPECT_DOUBLE_EQ(r.makespan_s, 200);
-    EXPECT_DOUBLE_EQ(r.gpu_util, 1.0);
+    EXPECT_DOUBLE_EQ(r.gpu_util, 1.0);  // all submitted at 0: over the makespan
   }
 }
 
@@ -57,6 +58,136 @@ TEST(Sim, FifoBackfillsOnlyWhatEndsBeforeTheReservation) {
   const Result w = simulate(late, cluster(Policy::fifo_backfill, 1, 4));
   // C would delay B: it waits for B (1000..1100) and ends at 3100.
   EXPECT_DOUBLE_EQ(w.avg_jct_s, (1000 + 1090 + 3080) / 3.0);
+}
+
+double start_of(const Result& r, std::uint64_t id) {
+  for (const auto& o : r.outcomes) {
+    if (o.id == id) return o.start_s;
+  }
+  ADD_FAILURE() << "no job " << id;
+  return -1;
+}
+
+// Slurm's backfill reserves the nodes the job will start on, nothing more: a lower
+// job may use the GPUs of other nodes past the reservation's start.
+TEST(Sim, FifoReservesOnlyTheNodesTheHeadNeeds) {
+  // A fills node 0 until 1000, B half of node 1; H (4 GPUs) reserves node 0 from 1000;
+  // C (2 GPUs, long) fits in node 1's free GPUs and starts at the first backfill pass.
+  const std::vector<TraceJob> trace = {job(1, 0, 1000, 4), job(2, 0, 1000, 2), job(3, 10, 100, 4),
+                                       job(4, 20, 5000, 2)};
+  const Result r = simulate(trace, cluster(Policy::fifo_backfill, 2, 4));
+  EXPECT_DOUBLE_EQ(start_of(r, 4), 30);
+  EXPECT_DOUBLE_EQ(start_of(r, 3), 1000);
+}
+
+// cons_tres places --gpus=N on any nodes with free GPUs, not one run of consecutive
+// nodes (that is --contiguous).
+TEST(Sim, FifoPlacesAGangOnNodesThatAreNotConsecutive) {
+  // Nodes 0 and 2 free up at 100, node 1 stays busy until 1000: 8 GPUs start at 100.
+  const std::vector<TraceJob> trace = {job(1, 0, 100, 4), job(2, 0, 1000, 4), job(3, 0, 100, 4),
+                                       job(4, 50, 100, 8)};
+  const Result r = simulate(trace, cluster(Policy::fifo_backfill, 3, 4));
+  EXPECT_DOUBLE_EQ(start_of(r, 4), 100);
+  EXPECT_EQ(r.split_small_jobs, 0u);
+}
+
+// A job that cannot start now is reserved where and when it can start (the nodes its
+// placement would use then), never from "now + 1" on GPUs it cannot have: the lower
+// jobs keep them.
+TEST(Sim, FifoAJobThatCannotStartKeepsNoGpusFromLowerJobs) {
+  // A fills node 0, B and E half of nodes 1 and 2 until 1000 (F left at 5). H (5 GPUs)
+  // reserves nodes 0 and 1 from 1000; C (2 GPUs, long) takes node 2's free GPUs and
+  // D (ends before 1000) node 1's, both at the first backfill pass.
+  const std::vector<TraceJob> trace = {job(1, 0, 1000, 4), job(2, 0, 1000, 2), job(3, 0, 5, 2),
+                                       job(4, 0, 1000, 2), job(5, 10, 100, 5), job(6, 15, 5000, 2),
+                                       job(7, 20, 500, 2)};
+  const Result r = simulate(trace, cluster(Policy::fifo_backfill, 3, 4));
+  EXPECT_DOUBLE_EQ(start_of(r, 6), 30);
+  EXPECT_DOUBLE_EQ(start_of(r, 7), 30);
+  EXPECT_DOUBLE_EQ(start_of(r, 5), 1000);
+}
+
+// Every pending job's reservation holds whole nodes (Slurm's backfill node map), not
+// a number of GPUs anywhere: a lower job may not use the reserved node's other GPUs.
+TEST(Sim, FifoReservesLowerJobsByNodes) {
+  // A fills node 0 until 1000; B holds 2 GPUs of node 1 until 300. H (8 GPUs) waits for
+  // 1000; P (3 GPUs) reserves node 1 from 300; L (1 GPU) would overlap P's
+  // reservation: it starts with P (the first pass after B ends, 330), on node 1's fourth GPU.
+  const std::vector<TraceJob> trace = {job(1, 0, 1000, 4), job(2, 0, 300, 2), job(3, 5, 100, 8),
+                                       job(4, 6, 200, 3), job(5, 7, 400, 1)};
+  const Result r = simulate(trace, cluster(Policy::fifo_backfill, 2, 4));
+  EXPECT_DOUBLE_EQ(start_of(r, 4), 330);
+  EXPECT_DOUBLE_EQ(start_of(r, 5), 330);
+}
+
+// A job that cannot start within bf_window gets no reservation, the head included.
+TEST(Sim, FifoHonoursTheBackfillWindowForTheHead) {
+  // H (8 GPUs) can start only at 5000, past a 600 s window: C (2 GPUs) runs over it.
+  const std::vector<TraceJob> trace = {job(1, 0, 5000, 4), job(2, 0, 5000, 2), job(3, 10, 100, 8),
+                                       job(4, 20, 10000, 2)};
+  Options o = cluster(Policy::fifo_backfill, 2, 4);
+  o.bf_window_s = 600;
+  const Result r = simulate(trace, o);
+  EXPECT_DOUBLE_EQ(start_of(r, 4), 30);
+  EXPECT_DOUBLE_EQ(start_of(r, 3), 10030);
+}
+
+// cons_tres' will-run test frees running jobs in batches (those ending within 30 s of
+// the first, aligned): a job is expected at the batch's last end, and reserved there.
+TEST(Sim, FifoExpectsAStartWhenABatchOfEndingJobsHasEnded) {
+  // A (4 GPUs, node 0) ends by its limit at 180, B (1 GPU, node 1) at 120: one batch.
+  // H (4 GPUs) is expected at 180, on node 0 (both nodes free then, best fit in order),
+  // not at 120 on node 1; so L (3 GPUs, long) starts on node 1 at the first pass.
+  const std::vector<TraceJob> trace = {job(1, 0, 180, 4), job(2, 0, 120, 1), job(3, 10, 60, 4),
+                                       job(4, 20, 3600, 3)};
+  Options o = cluster(Policy::fifo_backfill, 2, 4);
+  o.round_limits = false;
+  const Result r = simulate(trace, o);
+  EXPECT_DOUBLE_EQ(start_of(r, 4), 30);
+  EXPECT_DOUBLE_EQ(start_of(r, 3), 180);
+}
+
+// Users give round time limits (Tsafrir et al.), well above what their jobs need.
+TEST(Sim, UserTimeLimitsAreRoundAndNeverShort) {
+  for (const double d : {1.0, 59.0, 61.0, 500.0, 3599.0, 3601.0, 40000.0, 400000.0}) {
+    for (const double u : {0.0, 0.3, 0.99}) {
+      const double limit = user_time_limit(d, u, 3);
+      EXPECT_GE(limit, d);
+      EXPECT_EQ(std::fmod(limit, 60), 0) << d;
+      if (limit > 3600) {
+        EXPECT_EQ(std::fmod(limit, 3600), 0) << d << " " << limit;
+      }
+    }
+  }
+  EXPECT_EQ(user_time_limit(61, 0, 3), 120);
+  EXPECT_EQ(user_time_limit(1900, 0, 3), 3600);  // 32 min: asked for an hour
+  EXPECT_EQ(user_time_limit(4000, 0.5, 3), 4 * 3600);
+  EXPECT_EQ(user_time_limit(4000, 0.5, 3, false), 8040);
+}
+
+// Utilization: GPUs in use, averaged from the first to the last submit; idle GPUs
+// while a pending job would fit in them, likewise.
+TEST(Sim, UtilizationAndIdleGpusWhileAJobThatFitsWaits) {
+  // 2 nodes x 2 GPUs. A holds 2 GPUs until 1000; B (4 GPUs) waits for it and reserves
+  // both nodes; C (2 GPUs, long) would fit in the 2 idle GPUs but would delay B: it
+  // waits from 10 to the end of B. D arrives at 1000: the interval is [0, 1000].
+  const std::vector<TraceJob> trace = {job(1, 0, 1000, 2), job(2, 0, 100, 4), job(3, 10, 5000, 2),
+                                       job(4, 1000, 10, 1)};
+  const Result r = simulate(trace, cluster(Policy::fifo_backfill, 2, 2));
+  EXPECT_DOUBLE_EQ(r.gpu_util, 0.5);
+  EXPECT_DOUBLE_EQ(r.idle_while_fit, 2 * 990 / 4000.0);
+  // The tail after the last submit does not count: C runs from 1100 to 6100.
+  EXPECT_DOUBLE_EQ(r.makespan_s, 6100);
+}
+
+TEST(Sim, UtilizationIsNotTheMakespansShare) {
+  // One 4-GPU node: a 1-GPU job of 10000 s at 0, then 3 one-GPU jobs of 100 s at 0..200.
+  // From 0 to 200 two to four GPUs are busy; the long job's tail does not count.
+  const std::vector<TraceJob> trace = {job(1, 0, 10000, 1), job(2, 0, 100, 1), job(3, 100, 100, 1),
+                                       job(4, 200, 100, 1)};
+  const Result r = simulate(trace, cluster(Policy::fifo_backfill, 1, 4));
+  EXPECT_DOUBLE_EQ(r.gpu_util, 2.0 / 4);
+  EXPECT_DOUBLE_EQ(r.idle_while_fit, 0);
 }
 
 TEST(Sim, DlPreemptsTheCheckpointableJobThatHadMoreServiceAndCountsTheLoss) {
@@ -84,7 +215,9 @@ TEST(Sim, DlStartsACheckpointableJobInAShorterHoleAndRequeuesItAtTheEnd) {
   // yet it may use the hole (>= time_min, 600 s) and checkpoint when it closes.
   const std::vector<TraceJob> trace = {job(1, 0, 1000, 2), job(2, 10, 100, 4),
                                        job(3, 20, 5000, 2, true)};
-  const Result r = simulate(trace, cluster(Policy::dl, 1, 4));
+  Options o = cluster(Policy::dl, 1, 4);
+  o.round_limits = false;  // A's limit is 1020 s
+  const Result r = simulate(trace, o);
   // C: 30..1050 (900 s of work after its 120 s final checkpoint), requeued, eligible
   // at 1171, restores 60 s and does the remaining 4100 s. B: 1050..1150.
   EXPECT_DOUBLE_EQ(r.makespan_s, 1171 + 60 + 4100);

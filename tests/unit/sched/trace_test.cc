@@ -49,14 +49,21 @@ TEST(Trace, MalformedRowsNameTheirLine) {
   EXPECT_EQ(error_of(""),
             "line 1: empty trace: expected the header job_id,submit_s,duration_s,num_gpu");
   EXPECT_EQ(error_of("id,submit,duration,gpus\n"),
-            "line 1: header 'id,submit,duration,gpus': expected job_id,submit_s,duration_s,num_gpu "
-            "optionally followed by ,user and ,checkpointable");
-  EXPECT_EQ(error_of("job_id,submit_s,duration_s,num_gpu,checkpointable\n"),
-            "line 1: header 'job_id,submit_s,duration_s,num_gpu,checkpointable': expected "
-            "job_id,submit_s,duration_s,num_gpu optionally followed by ,user and ,checkpointable");
+            "line 1: header 'id,submit,duration,gpus': no column job_id: expected the columns "
+            "job_id, submit_s, duration_s and num_gpu (in any order; user, checkpointable "
+            "optional; others are ignored)");
+  EXPECT_EQ(error_of("job_id,submit_s,duration_s,user\n"),
+            "line 1: header 'job_id,submit_s,duration_s,user': no column num_gpu: expected the "
+            "columns job_id, submit_s, duration_s and num_gpu (in any order; user, "
+            "checkpointable optional; others are ignored)");
+  EXPECT_EQ(error_of("job_id,submit_s,duration_s,num_gpu,submit_s\n"),
+            "line 1: header: column submit_s appears twice");
+  EXPECT_EQ(error_of(h + ",0,60,4,u,1\n"), "line 2: job_id is empty");
   EXPECT_EQ(error_of(h + "1,0,60,4,u,1\n2,0,60,4\n"), "line 3: 4 fields, the header has 6");
-  EXPECT_EQ(error_of(h + "x,0,60,4,u,1\n"),
-            "line 2: job_id='x': expected a whole number from 0 to 18446744073709551615");
+  EXPECT_EQ(error_of(h + "x,0,60,4,u,1\ny,0,60,4,u,1\nx,0,60,4,u,1\n"),
+            "line 4: job_id x already used on line 2");
+  EXPECT_EQ(error_of(h + "5,0,60,4,u,1\n05,0,60,4,u,1\n"),
+            "line 3: job_id 05 already used on line 2");
   EXPECT_EQ(error_of(h + "1,-1,60,4,u,1\n"),
             "line 2: submit_s='-1': expected a number of seconds >= 0 and at most 1e12");
   EXPECT_EQ(error_of(h + "1,0,0,4,u,1\n"),
@@ -74,8 +81,34 @@ TEST(Trace, MalformedRowsNameTheirLine) {
   EXPECT_EQ(error_of(h + std::string("1,0,60,4,u\0,1\n", 14)), "line 2: NUL byte in the line");
 }
 
+// Public traces as they come: string job ids, the columns in any order, extra ones.
+TEST(Trace, StringIdsColumnsByNameExtraColumnsIgnored) {
+  const auto jobs = parse_trace(
+      "state,num_gpu,job_id,vc,submit_s,duration_s,checkpointable\n"
+      "COMPLETED,8,application_1506638472019_10238,vc1,0,60,1\n"
+      "FAILED,1,a3f9c2,vc2,10,5,0\n");
+  ASSERT_EQ(jobs.size(), 2u);
+  EXPECT_EQ(jobs[0].name, "application_1506638472019_10238");
+  EXPECT_EQ(jobs[0].id, 1u);  // not all numeric: the row
+  EXPECT_EQ(jobs[1].id, 2u);
+  EXPECT_EQ(jobs[0].gpus, 8u);
+  EXPECT_TRUE(jobs[0].checkpointable);
+  EXPECT_DOUBLE_EQ(jobs[1].submit_s, 10);
+  EXPECT_DOUBLE_EQ(jobs[1].duration_s, 5);
+  EXPECT_EQ(jobs[1].user, "");
+  // All numeric: the numbers, as before.
+  const auto numeric = parse_trace("num_gpu,job_id,submit_s,duration_s,x\n2,17,0,1,y\n");
+  EXPECT_EQ(numeric[0].id, 17u);
+  EXPECT_EQ(numeric[0].name, "17");
+  // A string id is written back as it was.
+  std::ostringstream out;
+  write_trace(out, jobs);
+  EXPECT_EQ(parse_trace(out.str())[0].name, "application_1506638472019_10238");
+}
+
 TEST(Trace, WriteReadsBack) {
-  std::vector<TraceJob> jobs = {{1, 0, 60, 4, "a", true}, {2, 12.25, 3600.5, 32, "b", false}};
+  std::vector<TraceJob> jobs = {{1, 0, 60, 4, "a", true, ""},
+                                {2, 12.25, 3600.5, 32, "b", false, ""}};
   std::ostringstream out;
   write_trace(out, jobs);
   const auto back = parse_trace(out.str());
