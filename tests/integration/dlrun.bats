@@ -70,7 +70,7 @@ field_values() { grep -o "$1=[^ ]*" "${2:-out.txt}" | cut -d= -f2 | sort -u; }
   [ "$(echo "$step" | wc -l)" -eq 1 ]
   step=${step#step=}
   [ "$(job_field "$job" Restarts)" -eq 1 ]
-  dir=$(dirname "$SLURM_CONF")/ckpt/$(id -un)/$name
+  dir=$(dirname "$SLURM_CONF")/ckpt/$(id -un)/$job
   resume=$(printf '%s/step-%09d' "$dir" "$step")
   [ "$(grep -c "start rank=[01] world=2 restart=1 resume=$resume first_step=$((step + 1))" out.txt)" -eq 2 ]
   [ "$(grep -c 'done rank=[01] step=150' out.txt)" -eq 2 ]
@@ -133,7 +133,7 @@ field_values() { grep -o "$1=[^ ]*" "${2:-out.txt}" | cut -d= -f2 | sort -u; }
   wait_state "$job" COMPLETED 90
   set -- $(grep ' checkpoint rank=0 ' first.txt | grep -o 'step=[0-9]*' | cut -d= -f2)
   old=$1 new=$2
-  dir=$(dirname "$SLURM_CONF")/ckpt/$(id -un)/$name
+  dir=$(dirname "$SLURM_CONF")/ckpt/$(id -un)/$job
   # Flip one byte of rank 1's row in the newer checkpoint: only its checksum tells.
   /usr/bin/python3 -c '
 import struct, sys
