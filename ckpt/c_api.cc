@@ -164,8 +164,17 @@ int dl_ckpt_reader_open(const char* step_dir, dl_ckpt_reader** out, char* err, s
         {"hyperparameters", nlohmann::json::parse(m.hyperparameters)},
         {"user_metadata", nlohmann::json::parse(m.user_metadata)},
         {"metrics", m.metrics},
+        {"writer", nullptr},
         {"tensors", nlohmann::json::array()},
     };
+    if (const auto w = reader.writer()) {
+      info["writer"] = {{"job", w->job_key()},
+                        {"job_id", w->job_id},
+                        {"array_job_id", w->array_job_id},
+                        {"array_task_id", w->array_task_id},
+                        {"user", w->user},
+                        {"uid", w->uid}};
+    }
     for (const auto& t : reader.tensors()) {
       info["tensors"].push_back(
           {{"name", t.name}, {"dtype", dl::ckpt::dtype_name(t.dtype)}, {"shape", t.shape}});

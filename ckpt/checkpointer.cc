@@ -1,6 +1,7 @@
 // Saving: Checkpointer (sync and async), the commit protocol and retention.
 #include <dl/ckpt.h>
 #include <fmt/format.h>
+#include <pwd.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -12,6 +13,7 @@
 #include <ctime>
 #include <set>
 #include <thread>
+#include <vector>
 
 #include "ckpt/async.h"
 #include "ckpt/names.h"
@@ -34,6 +36,14 @@ std::string env(const char* name) {
 unsigned env_uint(const char* name, std::uint64_t min, std::uint64_t max, unsigned fallback) {
   const std::string v = env(name);
   return v.empty() ? fallback : static_cast<unsigned>(parse_uint(name, v, min, max));
+}
+
+std::string user_name(uid_t uid) {
+  std::vector<char> buf(16384);
+  struct passwd pw;
+  struct passwd* found = nullptr;
+  if (::getpwuid_r(uid, &pw, buf.data(), buf.size(), &found) != 0 || found == nullptr) return "";
+  return pw.pw_name;
 }
 
 std::string default_run_id(unsigned world_size) {
@@ -65,6 +75,8 @@ Prepared prepare(const Options& opt, const State& state) {
   f.world_size = opt.world_size;
   f.created_unix = static_cast<std::int64_t>(std::time(nullptr));
   f.host = sys::hostname();
+  f.writer = writer_from_env([](const char* name) { return std::getenv(name); },
+                             static_cast<std::uint32_t>(::getuid()), user_name(::getuid()));
   f.hyperparameters = compact_json_object(state.meta.hyperparameters, "checkpoint hyperparameters");
   f.user_metadata = compact_json_object(state.meta.user_metadata, "checkpoint user metadata");
   for (const auto& [name, value] : state.meta.metrics) {

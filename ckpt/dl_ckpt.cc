@@ -89,6 +89,24 @@ PathKind classify(const std::string& path) {
 
 void print_json(const json& j) { fmt::print("{}\n", j.dump(2)); }
 
+// null for a checkpoint written before manifests recorded their writer.
+json writer_json(const std::optional<Writer>& w) {
+  if (!w) return nullptr;
+  json j = {{"job", w->job_key()}, {"job_id", w->job_id}, {"user", w->user}, {"uid", w->uid}};
+  if (!w->array_job_id.empty()) {
+    j["array_job_id"] = w->array_job_id;
+    j["array_task_id"] = w->array_task_id;
+  }
+  return j;
+}
+
+// "4711 alice", "100_3 alice", "-" when unknown.
+std::string writer_text(const std::optional<Writer>& w) {
+  if (!w) return "-";
+  const std::string job = w->job_key().empty() ? std::string("-") : w->job_key();
+  return fmt::format("{} {}", job, w->user.empty() ? std::to_string(w->uid) : w->user);
+}
+
 json info_json(const CheckpointInfo& c) {
   json j = {{"step", c.step}, {"path", c.path}, {"valid", c.valid}, {"latest", c.latest}};
   if (!c.valid) j["problem"] = c.problem;
@@ -100,6 +118,7 @@ json info_json(const CheckpointInfo& c) {
     j["tensors"] = c.tensors;
     j["epoch"] = c.meta.epoch;
     j["metrics"] = metrics_json(c.meta.metrics);
+    j["writer"] = writer_json(c.writer);
   }
   return j;
 }
@@ -116,15 +135,16 @@ int cmd_ls(const std::string& dir, Verify level, bool as_json) {
     print_json(j);
     return kOk;
   }
-  fmt::print("{:<16} {:<7} {:>6} {:>10} {:>8} {:<21} {}\n", "STEP", "STATUS", "WORLD", "SIZE",
-             "TENSORS", "CREATED", "METRICS");
+  fmt::print("{:<16} {:<7} {:>6} {:>10} {:>8} {:<21} {:<20} {}\n", "STEP", "STATUS", "WORLD",
+             "SIZE", "TENSORS", "CREATED", "WRITER", "METRICS");
   for (const CheckpointInfo& c : list) {
-    fmt::print("{:<16} {:<7} {:>6} {:>10} {:>8} {:<21} {}\n",
+    fmt::print("{:<16} {:<7} {:>6} {:>10} {:>8} {:<21} {:<20} {}\n",
                step_dir_name(c.step) + (c.latest ? "*" : ""), c.valid ? "ok" : "BAD",
                c.world_size > 0 ? fmt::format("{}", c.world_size) : "-",
                c.world_size > 0 ? human_bytes(c.bytes) : "-",
                c.world_size > 0 ? fmt::format("{}", c.tensors) : "-",
-               c.world_size > 0 ? format_utc(c.created_unix) : "-", metrics_text(c.meta.metrics));
+               c.world_size > 0 ? format_utc(c.created_unix) : "-", writer_text(c.writer),
+               metrics_text(c.meta.metrics));
   }
   for (const CheckpointInfo& c : list) {
     if (!c.valid) fmt::print("{}: {}\n", step_dir_name(c.step), c.problem);
@@ -155,6 +175,7 @@ int cmd_show(const std::string& path, bool as_json) {
               {"created", format_utc(r.created_unix())},
               {"created_unix", r.created_unix()},
               {"host", r.host()},
+              {"writer", writer_json(r.writer())},
               {"bytes", r.bytes()},
               {"hyperparameters", json::parse(meta.hyperparameters)},
               {"user_metadata", json::parse(meta.user_metadata)},
@@ -182,6 +203,7 @@ int cmd_show(const std::string& path, bool as_json) {
              meta.data_loader_position);
   fmt::print("world size   {}\ncreated      {} on {}\nsize         {}\n", r.world_size(),
              format_utc(r.created_unix()), r.host(), human_bytes(r.bytes()));
+  fmt::print("written by   {}\n", describe_writer(r.writer()));
   fmt::print("metrics      {}\nhyperparams  {}\nuser meta    {}\n", metrics_text(meta.metrics),
              meta.hyperparameters, meta.user_metadata);
   fmt::print("\n{:<48} {:<5} {:<24} {:>10} {}\n", "TENSOR", "DTYPE", "SHAPE", "SIZE", "RANKS");

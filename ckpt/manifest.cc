@@ -134,7 +134,69 @@ json offset_json(const std::optional<std::uint64_t>& offset) {
 
 std::string shape_str(const Shape& s) { return fmt::format("[{}]", fmt::join(s, ", ")); }
 
+bool is_job_id(std::string_view s) {
+  return !s.empty() && s.size() <= 20 &&
+         std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+bool is_user_name(std::string_view s) {
+  return s.size() <= 256 && std::all_of(s.begin(), s.end(), [](char c) {
+           const auto u = static_cast<unsigned char>(c);
+           return u > 0x20 && u != 0x7f;
+         });
+}
+
+// What a manifest's "writer" must be; the same rules for the parser and the writer.
+std::string writer_problem(const Writer& w) {
+  if (!w.job_id.empty() && !is_job_id(w.job_id)) return "job_id: expected decimal digits";
+  if (w.array_job_id.empty() != w.array_task_id.empty()) {
+    return "array_job_id and array_task_id go together";
+  }
+  if (!w.array_job_id.empty() && (!is_job_id(w.array_job_id) || !is_job_id(w.array_task_id))) {
+    return "array_job_id, array_task_id: expected decimal digits";
+  }
+  if (!is_user_name(w.user)) return "user: expected at most 256 printable characters";
+  return "";
+}
+
+Writer parse_writer(const Cursor& c) {
+  if (!c.value().is_object()) c.fail("expected an object");
+  Writer w;
+  w.job_id = c.field("job_id").string();
+  if (c.has("array_job_id")) w.array_job_id = c.field("array_job_id").string();
+  if (c.has("array_task_id")) w.array_task_id = c.field("array_task_id").string();
+  w.user = c.field("user").string();
+  w.uid = static_cast<std::uint32_t>(c.field("uid").uint(UINT32_MAX));
+  if (const std::string problem = writer_problem(w); !problem.empty()) c.fail(problem);
+  return w;
+}
+
 }  // namespace
+
+Writer writer_from_env(const std::function<const char*(const char*)>& env, std::uint32_t uid,
+                       std::string user) {
+  const auto id = [&](const char* name) {
+    const char* v = env(name);
+    return v != nullptr && is_job_id(v) ? std::string(v) : std::string();
+  };
+  Writer w;
+  w.job_id = id("SLURM_JOB_ID");
+  w.array_job_id = id("SLURM_ARRAY_JOB_ID");
+  w.array_task_id = id("SLURM_ARRAY_TASK_ID");
+  if (w.array_job_id.empty() || w.array_task_id.empty()) w.array_job_id = w.array_task_id = "";
+  w.user = is_user_name(user) ? std::move(user) : "";
+  w.uid = uid;
+  return w;
+}
+
+std::string describe_writer(const std::optional<Writer>& w) {
+  if (!w) return "an unknown job";
+  const std::string who =
+      fmt::format("user {}, uid {}", w->user.empty() ? std::string("?") : w->user, w->uid);
+  if (!w->array_job_id.empty()) return fmt::format("array task {} ({})", w->job_key(), who);
+  if (!w->job_id.empty()) return fmt::format("job {} ({})", w->job_id, who);
+  return fmt::format("a process outside Slurm ({})", who);
+}
 
 std::uint64_t element_count(const Shape& shape) {
   std::uint64_t n = 1;
@@ -208,6 +270,14 @@ std::string manifest_to_json(const Manifest& m) {
   doc["user_metadata"] = json::parse(m.user_metadata);
   doc["metrics"] = json::object();
   for (const auto& [name, value] : m.metrics) doc["metrics"][name] = value;
+  if (m.writer) {
+    json w = {{"job_id", m.writer->job_id}, {"user", m.writer->user}, {"uid", m.writer->uid}};
+    if (!m.writer->array_job_id.empty()) {
+      w["array_job_id"] = m.writer->array_job_id;
+      w["array_task_id"] = m.writer->array_task_id;
+    }
+    doc["writer"] = w;
+  }
   doc["shards"] = json::array();
   for (const ShardEntry& s : m.shards) {
     json rng = json::array();
@@ -277,6 +347,7 @@ Manifest parse_manifest(std::string_view text, std::string_view path, bool fragm
     if (!value.is_number()) metrics.fail(fmt::format("{:?} is not a number", name));
     m.metrics[name] = value.get<double>();
   }
+  if (root.has("writer")) m.writer = parse_writer(root.field("writer"));
 
   const Cursor shards = root.field("shards");
   for (std::size_t i = 0; i < shards.array_size(); ++i) {
@@ -336,6 +407,11 @@ void validate_manifest(const Manifest& m, std::string_view path, bool fragment) 
   }
   for (const auto& [name, value] : m.metrics) {
     if (!std::isfinite(value)) fail(path, "metrics", fmt::format("{:?} is not finite", name));
+  }
+  if (m.writer) {
+    if (const std::string problem = writer_problem(*m.writer); !problem.empty()) {
+      fail(path, "writer", problem);
+    }
   }
   for (const std::string* object : {&m.hyperparameters, &m.user_metadata}) {
     if (nesting_depth(*object) > kMaxJsonDepth) {

@@ -7,6 +7,7 @@
 #include <dl/ckpt_types.h>
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -63,6 +64,9 @@ struct Manifest {
   std::string hyperparameters = "{}";  // a JSON object, compact
   std::string user_metadata = "{}";    // a JSON object, compact
   std::map<std::string, double> metrics;
+  // Absent in manifests written before the field existed (the format stays version 1:
+  // older readers ignore it) and in ones written outside Slurm without a user.
+  std::optional<Writer> writer;
   std::vector<ShardEntry> shards;    // by rank
   std::vector<TensorEntry> tensors;  // by name
 };
@@ -102,6 +106,16 @@ const TensorEntry* find_tensor(const Manifest& m, std::string_view name);
 
 // Total bytes of all shard files.
 std::uint64_t total_bytes(const Manifest& m);
+
+// The writer of the calling process: SLURM_JOB_ID, SLURM_ARRAY_JOB_ID and
+// SLURM_ARRAY_TASK_ID from `env` (malformed values are ignored, not trusted), `uid`
+// and its user name `user`.
+Writer writer_from_env(const std::function<const char*(const char*)>& env, std::uint32_t uid,
+                       std::string user);
+
+// "job 4711 (user alice, uid 1000)", "array task 100_3 (user alice, uid 1000)", or
+// "an unknown job" for a manifest without a writer.
+std::string describe_writer(const std::optional<Writer>& w);
 
 // {"val_loss": 1.9} as compact JSON.
 std::string metrics_json(const std::map<std::string, double>& metrics);

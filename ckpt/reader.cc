@@ -96,6 +96,7 @@ const Metadata& Reader::metadata() const { return impl_->meta; }
 unsigned Reader::world_size() const { return impl_->manifest.world_size; }
 std::int64_t Reader::created_unix() const { return impl_->manifest.created_unix; }
 std::string Reader::host() const { return impl_->manifest.host; }
+std::optional<Writer> Reader::writer() const { return impl_->manifest.writer; }
 std::uint64_t Reader::bytes() const { return total_bytes(impl_->manifest); }
 
 std::vector<TensorInfo> Reader::tensors() const {
@@ -264,6 +265,7 @@ std::vector<CheckpointInfo> list_checkpoints(const std::string& dir, Verify leve
       info.created_unix = m.created_unix;
       info.bytes = total_bytes(m);
       info.tensors = m.tensors.size();
+      info.writer = m.writer;
       Reader::open(s.path, level);
       info.valid = true;
     } catch (const CorruptError& e) {

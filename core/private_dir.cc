@@ -2,11 +2,13 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <pwd.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
+#include <vector>
 
 #include "core/error.h"
 #include "core/parse.h"
@@ -30,9 +32,36 @@ std::string join_path(const std::vector<std::string>& parts, std::size_t n) {
   throw SystemError(fmt::format("couldn't {} {}: {}", call, path, std::strerror(errno)));
 }
 
-}  // namespace
+std::string owner_name(uid_t uid) {
+  std::vector<char> buf(16384);
+  struct passwd pw;
+  struct passwd* found = nullptr;
+  if (::getpwuid_r(uid, &pw, buf.data(), buf.size(), &found) == 0 && found != nullptr) {
+    return fmt::format("{} (uid {})", pw.pw_name, uid);
+  }
+  return fmt::format("uid {}", uid);
+}
 
-void ensure_private_dir(const std::string& dir, const std::vector<std::string>& roots) {
+// Another user who owns a directory on the way, or may write to it, could rename or
+// replace what lies below it (the job's directory) between checks and uses.
+void check_component(const struct stat& st, const std::string& path, uid_t uid, bool last) {
+  if (last ? st.st_uid != uid : st.st_uid != uid && st.st_uid != 0) {
+    throw InputError(fmt::format("{} belongs to {}, not to the job's user {}; refusing to use it",
+                                 path, owner_name(st.st_uid), owner_name(uid)));
+  }
+  if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
+    throw InputError(fmt::format(
+        "{} (owner {}, mode {:04o}) is writable by other users; refusing to use it (chmod go-w)",
+        path, owner_name(st.st_uid), st.st_mode & 07777));
+  }
+}
+
+// Walks `dir` below the deepest of `roots` that contains it. Every component below the
+// root must be a real directory (a symlink is refused), owned by `uid` or root and not
+// writable by others; `dir` itself must be `uid`'s. With `create`, missing components
+// are made with mode 0700 (as the effective user); without, the walk stops at the
+// first missing one.
+void walk(const std::string& dir, const std::vector<std::string>& roots, uid_t uid, bool create) {
   const auto target = components(dir);
   // The deepest root that contains the target.
   std::size_t root_len = 0;
@@ -55,6 +84,7 @@ void ensure_private_dir(const std::string& dir, const std::vector<std::string>& 
   UniqueFd fd(::open(root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (!fd) {
     if (errno == ENOENT) {
+      if (!create) return;
       throw InputError(
           fmt::format("checkpoint root {} does not exist (an administrator must "
                       "create it)",
@@ -62,34 +92,59 @@ void ensure_private_dir(const std::string& dir, const std::vector<std::string>& 
     }
     fail_errno("open", root);
   }
+  struct stat st;
+  if (::fstat(fd.get(), &st) != 0) fail_errno("stat", root);
+  // The root is the site's (or the user's home): writable by others only with the
+  // sticky bit, which keeps them from renaming or removing what is not theirs.
+  if (root_len < target.size() && (st.st_mode & (S_IWGRP | S_IWOTH)) != 0 &&
+      (st.st_mode & S_ISVTX) == 0) {
+    throw InputError(fmt::format(
+        "checkpoint root {} (owner {}, mode {:04o}) is writable by other users without the "
+        "sticky bit; an administrator must chmod +t or go-w it",
+        root, owner_name(st.st_uid), st.st_mode & 07777));
+  }
   for (std::size_t i = root_len; i < target.size(); ++i) {
     const std::string& name = target[i];
     const std::string path = join_path(target, i + 1);
-    if (::mkdirat(fd.get(), name.c_str(), 0700) != 0 && errno != EEXIST) {
-      fail_errno("create directory", path);
+    if (create) {
+      if (::mkdirat(fd.get(), name.c_str(), 0700) != 0 && errno != EEXIST) {
+        fail_errno("create directory", path);
+      }
     }
     UniqueFd next(
         ::openat(fd.get(), name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
     if (!next) {
       const int err = errno;
-      struct stat st;
-      if (::fstatat(fd.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) {
-        if (S_ISLNK(st.st_mode)) {
-          throw InputError(fmt::format("{} is a symbolic link; refusing to follow it", path));
+      struct stat lst;
+      if (::fstatat(fd.get(), name.c_str(), &lst, AT_SYMLINK_NOFOLLOW) == 0) {
+        if (S_ISLNK(lst.st_mode)) {
+          throw InputError(fmt::format("{} is a symbolic link (owner {}); refusing to follow it",
+                                       path, owner_name(lst.st_uid)));
         }
-        if (!S_ISDIR(st.st_mode)) throw InputError(fmt::format("{} is not a directory", path));
+        if (!S_ISDIR(lst.st_mode)) throw InputError(fmt::format("{} is not a directory", path));
       }
+      if (!create && err == ENOENT) return;
       errno = err;
       fail_errno("open", path);
     }
     fd = std::move(next);
+    if (::fstat(fd.get(), &st) != 0) fail_errno("stat", path);
+    check_component(st, path, uid, i + 1 == target.size());
   }
-  struct stat st;
-  if (::fstat(fd.get(), &st) != 0) fail_errno("stat", dir);
-  if (st.st_uid != ::geteuid()) {
-    throw InputError(fmt::format("{} belongs to uid {}, not to the job's user (uid {})", dir,
-                                 st.st_uid, ::geteuid()));
+  if (root_len == target.size() && st.st_uid != uid) {
+    throw InputError(fmt::format("{} belongs to {}, not to the job's user {}", dir,
+                                 owner_name(st.st_uid), owner_name(uid)));
   }
+}
+
+}  // namespace
+
+void ensure_private_dir(const std::string& dir, const std::vector<std::string>& roots) {
+  walk(dir, roots, ::geteuid(), true);
+}
+
+void check_private_path(const std::string& dir, const std::vector<std::string>& roots, uid_t uid) {
+  walk(dir, roots, uid, false);
 }
 
 }  // namespace dl

@@ -127,7 +127,7 @@ const std::vector<OptionInfo>& option_infos() {
       {"dl-placement", "pack|spread|switch",
        "pack: fewest nodes (default); spread: across nodes; switch: under one leaf switch",
        "DL_PLACEMENT"},
-      {"dl-ckpt-dir", "PATH", "checkpoint directory (default <root>/<user>/<job name>)",
+      {"dl-ckpt-dir", "PATH", "checkpoint directory (default <root>/<user>/<job id>)",
        "DL_CKPT_DIR"},
       {"dl-ckpt-every", "DURATION", "periodic checkpoint interval, e.g. 90s, 30m, 2h",
        "DL_CKPT_EVERY"},
@@ -140,6 +140,10 @@ const std::vector<OptionInfo>& option_infos() {
       {"dl-elastic", "MIN:MAX", "acceptable range of GPUs", "DL_ELASTIC"},
       {"dl-experiment", "NAME", "experiment name for tracking", "DL_EXPERIMENT"},
       {"dl-trial", "ID", "trial id for tracking", "DL_TRIAL"},
+      {"dl-resume-from", "PATH|JOBID",
+       "continue another job's run: resume its newest checkpoint (a job id, or a checkpoint "
+       "directory) while this job has none of its own",
+       "DL_CKPT_RESUME_FROM"},
       {"dl-watchdog", "DURATION",
        "declare the job hung after this long without progress "
        "(0 = off)",
@@ -177,10 +181,20 @@ SiteConfig parse_site_config(const std::vector<std::string>& args) {
       site.max_gpus = static_cast<std::uint32_t>(parse_uint(key, s.value, 1, 1u << 20));
     } else if (key == "default_grace") {
       site.default_grace = parse_duration(key, s.value, seconds(1), kDay);
+    } else if (key == "shared_ckpt_root") {
+      if (s.value == "auto") {
+        site.shared_ckpt_root.reset();
+      } else {
+        try {
+          site.shared_ckpt_root = parse_bool(s);
+        } catch (const InputError&) {
+          throw InputError(fmt::format("plugstack argument '{}': expected yes, no or auto", arg));
+        }
+      }
     } else {
       throw InputError(
           fmt::format("plugstack argument '{}': unknown key '{}' (expected default_ckpt_root, "
-                      "allowed_ckpt_roots, max_gpus or default_grace)",
+                      "allowed_ckpt_roots, max_gpus, default_grace or shared_ckpt_root)",
                       arg, key));
     }
   }
@@ -244,6 +258,26 @@ std::optional<Spec> make_spec(const RawOptions& raw, const EnvLookup& env, const
   with("dl-elastic", [&](const Source& s) { spec.elastic = parse_elastic(s, site.max_gpus); });
   with("dl-experiment", [&](const Source& s) { spec.experiment = parse_label(s); });
   with("dl-trial", [&](const Source& s) { spec.trial = parse_label(s); });
+  with("dl-resume-from", [&](const Source& s) {
+    if (is_ckpt_job_key(s.value)) {
+      spec.resume_from = s.value;
+      return;
+    }
+    if (s.value.empty() || s.value.front() != '/') {
+      throw InputError(fmt::format(
+          "{}={}: expected a job id (e.g. 4711 or 4700_3) or an absolute checkpoint directory",
+          s.label, s.value));
+    }
+    spec.resume_from = parse_ckpt_dir(s);
+    if (!ckpt_dir_allowed(site, spec.resume_from, home)) {
+      std::vector<std::string> roots;
+      for (const auto& r : site.effective_ckpt_roots()) {
+        roots.push_back(r == "~" ? std::string(home) : r);
+      }
+      throw InputError(fmt::format("{}={}: not under an allowed checkpoint root ({})", s.label,
+                                   s.value, join(roots, ", ")));
+    }
+  });
   with("dl-watchdog", [&](const Source& s) {
     spec.watchdog = parse_duration(s.label, s.value, seconds(0), 30 * kDay);
   });
@@ -276,6 +310,7 @@ std::vector<std::pair<std::string, std::string>> Spec::to_env() const {
   if (!experiment.empty()) env.emplace_back("DL_EXPERIMENT", experiment);
   if (!trial.empty()) env.emplace_back("DL_TRIAL", trial);
   env.emplace_back("DL_WATCHDOG", std::to_string(watchdog.count()));
+  if (!resume_from.empty()) env.emplace_back("DL_CKPT_RESUME_FROM", resume_from);
   return env;
 }
 
@@ -291,6 +326,54 @@ std::optional<Spec> spec_from_env(const EnvLookup& env) {
   any_site.max_gpus = 1u << 20;
   any_site.allowed_ckpt_roots = {"/"};
   return make_spec({}, env, any_site, "/");
+}
+
+std::string ckpt_job_key(std::uint32_t job_id, std::optional<std::uint32_t> array_job_id,
+                         std::optional<std::uint32_t> array_task_id) {
+  if (array_job_id && array_task_id) return fmt::format("{}_{}", *array_job_id, *array_task_id);
+  return std::to_string(job_id);
+}
+
+bool is_ckpt_job_key(std::string_view s) {
+  const auto digits = [](std::string_view d) {
+    return !d.empty() && d.size() <= 10 &&
+           std::all_of(d.begin(), d.end(), [](char c) { return c >= '0' && c <= '9'; });
+  };
+  const auto underscore = s.find('_');
+  if (underscore == std::string_view::npos) return digits(s);
+  return digits(s.substr(0, underscore)) && digits(s.substr(underscore + 1));
+}
+
+std::string resolve_resume_from(const SiteConfig& site, std::string_view user,
+                                std::string_view value) {
+  if (is_ckpt_job_key(value)) return default_ckpt_dir(site, user, value);
+  return std::string(value);
+}
+
+FsKind classify_fs_type(std::uint64_t f_type) {
+  struct Known {
+    std::uint64_t magic;
+    const char* name;
+    FsSharing sharing;
+  };
+  // From linux/magic.h and the file systems' own sources (not all have a header).
+  static constexpr Known kKnown[] = {
+      {0x6969, "nfs", FsSharing::shared},        {0x0BD00BD0, "lustre", FsSharing::shared},
+      {0x47504653, "gpfs", FsSharing::shared},   {0x19830326, "beegfs", FsSharing::shared},
+      {0x00C36400, "cephfs", FsSharing::shared}, {0xFF534D42, "cifs", FsSharing::shared},
+      {0xFE534D42, "smb2", FsSharing::shared},   {0x65735546, "fuse", FsSharing::unknown},
+      {0x013111A8, "ibrix", FsSharing::shared},  {0x5346414F, "afs", FsSharing::shared},
+      {0x6B414653, "afs", FsSharing::shared},    {0x7461636f, "ocfs2", FsSharing::shared},
+      {0x01161970, "gfs2", FsSharing::shared},   {0xEF53, "ext4", FsSharing::local},
+      {0x58465342, "xfs", FsSharing::local},     {0x9123683E, "btrfs", FsSharing::local},
+      {0x01021994, "tmpfs", FsSharing::local},   {0x794C7630, "overlayfs", FsSharing::local},
+      {0x2FC12FC1, "zfs", FsSharing::local},     {0xF2F52010, "f2fs", FsSharing::local},
+      {0x858458f6, "ramfs", FsSharing::local},
+  };
+  for (const Known& k : kKnown) {
+    if (k.magic == f_type) return {k.name, k.sharing};
+  }
+  return {fmt::format("0x{:x}", f_type), FsSharing::unknown};
 }
 
 std::string default_ckpt_dir(const SiteConfig& site, std::string_view user,

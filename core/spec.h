@@ -22,13 +22,17 @@ std::string_view to_string(Placement p);
 
 // Site defaults and limits, from the plugin's plugstack.conf arguments.
 struct SiteConfig {
-  // Parent of default checkpoint directories: <root>/<user>/<job name>.
+  // Parent of default checkpoint directories: <root>/<user>/<job> (see default_ckpt_dir).
+  // It must be shared by all nodes (see shared_ckpt_root).
   std::string default_ckpt_root = "/var/tmp/slurm-dl";
   // Checkpoint directories must lie under one of these. "~" stands for the job user's
   // home directory. Empty means {default_ckpt_root, "~"}.
   std::vector<std::string> allowed_ckpt_roots;
   std::uint32_t max_gpus = 64;
   std::chrono::seconds default_grace{120};
+  // Whether default_ckpt_root is shared by all nodes: yes/no asserted by the site, or
+  // auto (nullopt): judged from its file-system type (see classify_fs_type).
+  std::optional<bool> shared_ckpt_root;
 
   std::vector<std::string> effective_ckpt_roots() const;
 };
@@ -55,6 +59,10 @@ struct Spec {
   std::string experiment;
   std::string trial;
   std::chrono::seconds watchdog{0};  // 0 = off
+  // --dl-resume-from: the checkpoint directory to continue from when the job's own has
+  // no checkpoint of its own; as given (a job id "4711"/"100_3" or an absolute path)
+  // until resolve_resume_from makes it a path.
+  std::string resume_from;
 
   // The DL_* variables that carry this spec (only the ones that are set).
   std::vector<std::pair<std::string, std::string>> to_env() const;
@@ -91,10 +99,34 @@ std::optional<Spec> make_spec(const RawOptions& raw, const EnvLookup& env, const
 // InputError on malformed values; nullopt when no DL_GPUS/DL_* spec is present.
 std::optional<Spec> spec_from_env(const EnvLookup& env);
 
-// <site.default_ckpt_root>/<user>/<job name>, the job name made a safe single path
-// component, so that a requeued or resubmitted job finds its checkpoints.
+// The job a default checkpoint directory belongs to: "<array job id>_<task id>" for an
+// array task, the job id for any other job. Slurm keeps it across requeues, and no
+// other job (another array task, a resubmission of the same script) has it.
+std::string ckpt_job_key(std::uint32_t job_id, std::optional<std::uint32_t> array_job_id,
+                         std::optional<std::uint32_t> array_task_id);
+
+// Whether `s` is a job key as ckpt_job_key makes them ("4711", "100_3").
+bool is_ckpt_job_key(std::string_view s);
+
+// <site.default_ckpt_root>/<user>/<job key>: unique per job, the same after a requeue.
+// `job_key` is made a safe single path component.
 std::string default_ckpt_dir(const SiteConfig& site, std::string_view user,
-                             std::string_view job_name);
+                             std::string_view job_key);
+
+// --dl-resume-from as a checkpoint directory: a job key names that job's default
+// directory under `user`; a path stays as it is.
+std::string resolve_resume_from(const SiteConfig& site, std::string_view user,
+                                std::string_view value);
+
+// How a file system holds a checkpoint root: shared between nodes (nfs, lustre, gpfs,
+// beegfs, cephfs, ...), node-local (ext4, xfs, btrfs, tmpfs, overlay, ...) or unknown.
+enum class FsSharing { shared, local, unknown };
+struct FsKind {
+  std::string name;  // "nfs", "ext4", or "0x1234abcd" when unknown
+  FsSharing sharing = FsSharing::unknown;
+};
+// From statfs(2)'s f_type.
+FsKind classify_fs_type(std::uint64_t f_type);
 
 // Expands "~" in the site's roots with `home` and says whether `dir` lies under one
 // of them (by path components; no symlink resolution, the slurmstepd side does that).

@@ -67,7 +67,8 @@ NcclId nccl_id() {
 
 }  // namespace
 
-Bootstrap bootstrap(const std::string& node, const std::string& ckpt_dir, CheckLevel resume_check) {
+Bootstrap bootstrap(const std::string& node, const ResumeRequest& request) {
+  const std::string& ckpt_dir = request.ckpt_dir;
   // Every rank waits in the fence for rank 0, so rank 0 loads NCCL (tens of ms when
   // cold) and looks for the checkpoint to resume from while PMIx initializes; srun
   // already told it its rank.
@@ -77,7 +78,7 @@ Bootstrap bootstrap(const std::string& node, const std::string& ckpt_dir, CheckL
   if (env_rank && std::string(env_rank) == "0") {
     nccl = std::async(std::launch::async, nccl_id);
     if (!ckpt_dir.empty()) {
-      resume = std::async(std::launch::async, newest_checkpoint, ckpt_dir, resume_check);
+      resume = std::async(std::launch::async, choose_resume, request);
     }
   }
   setenv(pmix::kStoreVariable, pmix::kStoreValue, 1);
@@ -103,7 +104,7 @@ Bootstrap bootstrap(const std::string& node, const std::string& ckpt_dir, CheckL
       b.nccl = std::move(id.library);
       r.nccl_id_hex = std::move(id.hex);
       if (!ckpt_dir.empty()) {
-        b.resume = resume.valid() ? resume.get() : newest_checkpoint(ckpt_dir, resume_check);
+        b.resume = resume.valid() ? resume.get() : choose_resume(request);
         if (b.resume) {
           r.resume_from = b.resume->path;
           r.resume_step = b.resume->step;

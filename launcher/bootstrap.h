@@ -28,10 +28,11 @@ struct Bootstrap {
   std::optional<ResumePoint> resume;
 };
 
-// `node`: this task's node (SLURMD_NODENAME), which rank 0 hands out too. `resume_check`:
-// how thoroughly rank 0 checks the checkpoint it hands out as DL_RESUME_FROM. Throws
+// `node`: this task's node (SLURMD_NODENAME), which rank 0 hands out too. `resume`: how
+// rank 0 chooses the checkpoint it hands out as DL_RESUME_FROM (none without a
+// checkpoint directory). Throws
 // dl::SystemError (PMIx, sockets: naming nspace, rank and the reason; a checkpoint directory that
 // cannot be read).
-Bootstrap bootstrap(const std::string& node, const std::string& ckpt_dir, CheckLevel resume_check);
+Bootstrap bootstrap(const std::string& node, const ResumeRequest& resume);
 
 }  // namespace dl

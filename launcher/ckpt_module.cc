@@ -7,6 +7,7 @@
 #include <string>
 #include <string_view>
 
+#include "ckpt/manifest.h"
 #include "core/log.h"
 
 namespace {
@@ -22,7 +23,9 @@ void copy_out(const std::string& text, char* out, std::size_t size) {
 
 extern "C" int dlrun_ckpt_newest(const char* dir, int verify, dlrun_ckpt_log_fn log, char* path,
                                  std::size_t path_size, std::int64_t* step,
-                                 std::int64_t* written_unix, char* error, std::size_t error_size) {
+                                 std::int64_t* written_unix, char* writer_job,
+                                 std::size_t writer_job_size, char* writer, std::size_t writer_size,
+                                 char* error, std::size_t error_size) {
   // No exception crosses into dlrun.
   try {
     if (log) {
@@ -37,6 +40,9 @@ extern "C" int dlrun_ckpt_newest(const char* dir, int verify, dlrun_ckpt_log_fn 
     copy_out(*found, path, path_size);
     *step = static_cast<std::int64_t>(reader.metadata().step);
     *written_unix = reader.created_unix();
+    const auto w = reader.writer();
+    copy_out(w ? w->job_key() : std::string(), writer_job, writer_job_size);
+    copy_out(dl::ckpt::describe_writer(w), writer, writer_size);
     return 1;
   } catch (const std::exception& e) {
     copy_out(e.what(), error, error_size);

@@ -14,12 +14,16 @@ extern "C" {
 typedef void (*dlrun_ckpt_log_fn)(int level, const char* message);
 
 // The newest checkpoint in `dir` that passes `verify` (0: quick, 1: metadata, 2: full,
-// as dl::ckpt::Verify). Returns 1 and fills `path`, `step` and `written_unix`; 0 when
-// there is none; -1 with a message in `error` when the lookup itself failed.
+// as dl::ckpt::Verify). Returns 1 and fills `path`, `step`, `written_unix`, and
+// `writer_job` ("4711", "100_3"; empty when the manifest does not record its writer) and
+// `writer` (its description for messages); 0 when there is none; -1 with a message in
+// `error` when the lookup itself failed.
 int dlrun_ckpt_newest(const char* dir, int verify, dlrun_ckpt_log_fn log, char* path,
                       std::size_t path_size, std::int64_t* step, std::int64_t* written_unix,
-                      char* error, std::size_t error_size);
+                      char* writer_job, std::size_t writer_job_size, char* writer,
+                      std::size_t writer_size, char* error, std::size_t error_size);
 
 typedef int (*dlrun_ckpt_newest_fn)(const char*, int, dlrun_ckpt_log_fn, char*, std::size_t,
-                                    std::int64_t*, std::int64_t*, char*, std::size_t);
+                                    std::int64_t*, std::int64_t*, char*, std::size_t, char*,
+                                    std::size_t, char*, std::size_t);
 }

@@ -235,10 +235,20 @@ int run(int argc, char** argv) {
       parse_uint("SLURM_RESTART_COUNT", getenv_or("SLURM_RESTART_COUNT", "0"), 0, UINT32_MAX));
   job.job = slurm::job_from_env();
 
-  Bootstrap boot = bootstrap(job.node, job.ckpt_dir, options.resume_check);
+  ResumeRequest resume;
+  resume.ckpt_dir = job.ckpt_dir;
+  resume.check = options.resume_check;
+  // slurmstepd says so when it chose the directory (<root>/<user>/<job>): then only this
+  // job's own checkpoints are resumed there.
+  resume.kind =
+      getenv_or("DL_CKPT_DIR_DEFAULT", "") == "1" ? CkptDirKind::site_default : CkptDirKind::chosen;
+  if (job.job) resume.own_job = job.job->to_string();
+  if (spec) resume.resume_from = spec->resume_from;
+  Bootstrap boot = bootstrap(job.node, resume);
   set_log_prefix(boot.layout.rank, job.node);
-  if (boot.layout.rank == 0 && !boot.rendezvous.resume_from.empty()) {
-    log(LogLevel::info, "resuming from {} (restart {})", boot.rendezvous.resume_from,
+  if (boot.layout.rank == 0 && boot.resume) {
+    const ResumePoint& p = *boot.resume;
+    log(LogLevel::info, "{} (restart {})", resume_message({p.path, p.step, p.writer_job, p.writer}),
         job.restart_count);
   }
   if (boot.layout.rank == 0) {

@@ -8,14 +8,28 @@
 namespace dl {
 
 std::string encode_history(const RestartHistory& h) {
+  if (h.ckpt)
+    return fmt::format("failures={} stalled={} ckpt={}\n", h.failures, h.stalled, *h.ckpt);
   return fmt::format("failures={} stalled={}\n", h.failures, h.stalled);
 }
 
 RestartHistory decode_history(std::string_view text) {
   const auto fail = [&] {
-    return InputError(fmt::format("restart history '{}': expected 'failures=N stalled=N'", text));
+    return InputError(
+        fmt::format("restart history '{}': expected 'failures=N stalled=N [ckpt=N]'", text));
   };
   if (!text.empty() && text.back() == '\n') text.remove_suffix(1);
+  constexpr std::string_view kCkpt = " ckpt=";
+  std::optional<std::int64_t> ckpt;
+  if (const std::size_t at = text.find(kCkpt); at != std::string_view::npos) {
+    try {
+      ckpt = static_cast<std::int64_t>(
+          parse_uint("ckpt", text.substr(at + kCkpt.size()), 0, INT64_MAX));
+    } catch (const InputError&) {
+      throw fail();
+    }
+    text = text.substr(0, at);
+  }
   constexpr std::string_view kFailures = "failures=";
   constexpr std::string_view kStalled = " stalled=";
   const std::size_t mid = text.find(kStalled);
@@ -31,6 +45,7 @@ RestartHistory decode_history(std::string_view text) {
   } catch (const InputError&) {
     throw fail();
   }
+  h.ckpt = ckpt;
   return h;
 }
 
@@ -39,6 +54,7 @@ RestartDecision decide_restart(const RestartPolicy& policy, const RestartHistory
                                std::optional<std::int64_t> ckpt_after) {
   RestartDecision d;
   d.history = history;
+  if (ckpt_after) d.history.ckpt = ckpt_after;
   if (end == RunEnd::completed) {
     d.action = RestartAction::finish;
     d.reason = "completed";
@@ -71,6 +87,34 @@ RestartDecision decide_restart(const RestartPolicy& policy, const RestartHistory
                                                  d.history.failures, policy.max_restarts)
                                    : "requeued to resume from its checkpoint";
   return d;
+}
+
+std::string resume_refusal(const ResumeCandidate& c, CkptDirKind kind, const std::string& own_job,
+                           const std::string& dir) {
+  if (kind == CkptDirKind::chosen) return "";
+  if (!c.writer_job.empty() && c.writer_job == own_job) return "";
+  return fmt::format(
+      "not resuming step {} in {}: it was written by {}, not by this job ({}); {} is this job's "
+      "own checkpoint directory. Starting from step 0. To continue another job's run, submit "
+      "with --dl-resume-from=<its job id or checkpoint directory>",
+      c.step, c.path, c.writer_job.empty() ? std::string("an unknown job") : c.writer, own_job,
+      dir);
+}
+
+std::string resume_message(const ResumeCandidate& c) {
+  return fmt::format("resuming step {} from {}, written by {}", c.step, c.path,
+                     c.writer.empty() ? std::string("an unknown job") : c.writer);
+}
+
+std::string missing_checkpoint_warning(const RestartHistory& history, const std::string& job,
+                                       const std::string& dir,
+                                       std::optional<std::int64_t> newest_found) {
+  if (!history.ckpt || (newest_found && *newest_found >= *history.ckpt)) return "";
+  return fmt::format(
+      "job {}'s restart history has checkpoint step {} in {}, but {} has {}: the checkpoint "
+      "root is probably not shared between nodes (or the checkpoint was removed)",
+      job, *history.ckpt, dir, dir,
+      newest_found ? fmt::format("only step {}", *newest_found) : std::string("none"));
 }
 
 }  // namespace dl

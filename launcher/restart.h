@@ -25,9 +25,13 @@ struct RestartPolicy {
 struct RestartHistory {
   std::uint32_t failures = 0;  // failed runs so far
   std::uint32_t stalled = 0;   // runs in a row that ended without a newer checkpoint
+  // The newest checkpoint step the job had when a run last ended: a later run that
+  // finds none knows it lost it (e.g. a checkpoint root that is not shared).
+  std::optional<std::int64_t> ckpt;
 };
 
-// "failures=1 stalled=0\n" and back; decode throws dl::InputError on anything else.
+// "failures=1 stalled=0 ckpt=1200\n" (ckpt only when known) and back; the form without
+// ckpt written by older versions still decodes. Throws dl::InputError on anything else.
 std::string encode_history(const RestartHistory& h);
 RestartHistory decode_history(std::string_view text);
 
@@ -50,5 +54,34 @@ struct RestartDecision {
 RestartDecision decide_restart(const RestartPolicy& policy, const RestartHistory& history,
                                RunEnd end, std::optional<std::int64_t> ckpt_before,
                                std::optional<std::int64_t> ckpt_after);
+
+// Which job wrote a checkpoint that a run could resume.
+struct ResumeCandidate {
+  std::string path;  // its step directory
+  std::int64_t step = -1;
+  std::string writer_job;  // "4711" or "100_3"; empty when the manifest does not say
+  std::string writer;      // "job 4711 (user alice, uid 1000)", for messages
+};
+
+// Where the job's checkpoint directory came from: the site's default (unique per job:
+// only the job's own checkpoints may be resumed), or the user's --dl-ckpt-dir (shared
+// on purpose: any writer is accepted).
+enum class CkptDirKind { site_default, chosen };
+
+// Why `own_job` must not resume `c` found in its own checkpoint directory, or empty
+// when it may. In a site-default directory a checkpoint written by another job, or by
+// an unknown one, is refused; --dl-resume-from is the explicit way to continue another
+// job's run.
+std::string resume_refusal(const ResumeCandidate& c, CkptDirKind kind, const std::string& own_job,
+                           const std::string& dir);
+
+// "resuming step 1200 from DIR/step-000001200, written by job 4711 (user alice, uid 1000)".
+std::string resume_message(const ResumeCandidate& c);
+
+// What to say when the job's history has a checkpoint but its directory has none (or
+// only older ones); empty when nothing is missing.
+std::string missing_checkpoint_warning(const RestartHistory& history, const std::string& job,
+                                       const std::string& dir,
+                                       std::optional<std::int64_t> newest_found);
 
 }  // namespace dl

@@ -11,6 +11,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "launcher/ckpt_module.h"
+#include "launcher/restart_state.h"
 
 namespace dl {
 namespace {
@@ -70,13 +71,46 @@ std::optional<ResumePoint> newest_checkpoint(const std::string& ckpt_dir, CheckL
   char error[1024] = {};
   std::int64_t step = -1;
   std::int64_t written = 0;
-  const int rc = newest(ckpt_dir.c_str(), static_cast<int>(level), forward_log, path, sizeof path,
-                        &step, &written, error, sizeof error);
+  char writer_job[64] = {};
+  char writer[512] = {};
+  const int rc =
+      newest(ckpt_dir.c_str(), static_cast<int>(level), forward_log, path, sizeof path, &step,
+             &written, writer_job, sizeof writer_job, writer, sizeof writer, error, sizeof error);
   if (rc < 0) {
     throw SystemError(fmt::format("couldn't look for checkpoints in {}: {}", ckpt_dir, error));
   }
   if (rc == 0) return std::nullopt;
-  return ResumePoint{path, step, WallClock::from_time_t(written)};
+  return ResumePoint{path, step, WallClock::from_time_t(written), writer_job, writer};
+}
+
+std::optional<ResumePoint> choose_resume(const ResumeRequest& r) {
+  std::optional<ResumePoint> found = newest_checkpoint(r.ckpt_dir, r.check);
+  if (!r.own_job.empty()) {
+    try {
+      const RestartHistory history = read_history(history_path(r.ckpt_dir, r.own_job));
+      const std::string missing = missing_checkpoint_warning(
+          history, r.own_job, r.ckpt_dir, found ? std::optional(found->step) : std::nullopt);
+      if (!missing.empty()) log(LogLevel::warning, "{}", missing);
+    } catch (const std::exception& e) {
+      log(LogLevel::warning, "{}", e.what());
+    }
+  }
+  if (found) {
+    const std::string refusal =
+        resume_refusal({found->path, found->step, found->writer_job, found->writer}, r.kind,
+                       r.own_job, r.ckpt_dir);
+    if (refusal.empty()) return found;
+    log(LogLevel::warning, "{}", refusal);
+    found.reset();
+  }
+  if (r.resume_from.empty()) return std::nullopt;
+  found = newest_checkpoint(r.resume_from, r.check);
+  if (!found) {
+    throw SystemError(fmt::format(
+        "--dl-resume-from={}: no checkpoint there that verifies, and {} has none of this job's",
+        r.resume_from, r.ckpt_dir));
+  }
+  return found;
 }
 
 }  // namespace dl

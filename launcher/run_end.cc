@@ -64,7 +64,7 @@ RunOutcome conclude_run(const JobSettings& job, std::uint32_t max_stalled_restar
   const std::string history_file =
       job.ckpt_dir.empty() || !job.job ? "" : history_path(job.ckpt_dir, job.job->to_string());
   // Without a place to keep it, every earlier run counts as a failure without progress.
-  RestartHistory history{job.restart_count, job.restart_count};
+  RestartHistory history{job.restart_count, job.restart_count, std::nullopt};
   if (!history_file.empty()) {
     warn_on_error([&] { history = read_history(history_file); }, "starting a new restart history");
     warn_on_error([&] {

@@ -14,8 +14,12 @@
 namespace dl::spank {
 namespace {
 
+// Slurm's NO_VAL: S_JOB_ARRAY_TASK_ID of a job that is not an array task.
+constexpr std::uint32_t kNoVal = 0xfffffffe;
+
 struct StepState {
   std::optional<Spec> spec;
+  bool default_dir = false;             // the plugin chose spec->ckpt_dir
   std::vector<std::string> ckpt_roots;  // with "~" expanded
 };
 
@@ -54,14 +58,35 @@ int slurmstepd_post_opt(spank_t sp) {
       home);
   if (!step().spec) return 0;
   Spec& spec = *step().spec;
+  const std::string user = user_name_of(uid);
+  step().default_dir = spec.ckpt_dir.empty();
   if (spec.ckpt_dir.empty()) {
-    spec.ckpt_dir = default_ckpt_dir(site_config(), user_name_of(uid),
-                                     job_getenv(sp, "SLURM_JOB_NAME").value_or("job"));
+    std::uint32_t job_id = 0;
+    std::uint32_t array_job_id = 0;
+    std::uint32_t array_task_id = kNoVal;
+    if (spank_get_item(sp, S_JOB_ID, &job_id) != ESPANK_SUCCESS) {
+      throw SystemError("couldn't get the job id");
+    }
+    // 0 and NO_VAL: not an array task.
+    const bool array = spank_get_item(sp, S_JOB_ARRAY_ID, &array_job_id) == ESPANK_SUCCESS &&
+                       spank_get_item(sp, S_JOB_ARRAY_TASK_ID, &array_task_id) == ESPANK_SUCCESS &&
+                       array_job_id != 0 && array_task_id != kNoVal;
+    spec.ckpt_dir =
+        default_ckpt_dir(site_config(), user,
+                         ckpt_job_key(job_id, array ? std::optional(array_job_id) : std::nullopt,
+                                      array ? std::optional(array_task_id) : std::nullopt));
+  }
+  if (!spec.resume_from.empty()) {
+    spec.resume_from = resolve_resume_from(site_config(), user, spec.resume_from);
   }
   step().ckpt_roots.clear();
   for (const auto& root : site_config().effective_ckpt_roots()) {
     step().ckpt_roots.push_back(root == "~" ? home : root);
   }
+  // As root, before any task runs and before anything is created: the path must not
+  // pass through another user's or a shared-writable directory (see private_dir.h).
+  check_private_path(spec.ckpt_dir, step().ckpt_roots, uid);
+  if (!spec.resume_from.empty()) check_private_path(spec.resume_from, step().ckpt_roots, uid);
   return 0;
 }
 
@@ -78,6 +103,7 @@ int slurmstepd_task_init(spank_t sp) {
     throw InputError(std::string("couldn't prepare the checkpoint directory: ") + e.what());
   }
   for (const auto& [name, value] : spec.to_env()) set_task_env(sp, name, value);
+  if (step().default_dir) set_task_env(sp, "DL_CKPT_DIR_DEFAULT", "1");
   log(LogLevel::debug, "checkpoint directory {} ready, {} DL_* variables set", spec.ckpt_dir,
       spec.to_env().size());
   return 0;

@@ -2,7 +2,10 @@
 
 #include <fmt/format.h>
 #include <pwd.h>
+#include <sys/vfs.h>
 
+#include <cerrno>
+#include <cstring>
 #include <vector>
 
 #include "core/error.h"
@@ -54,6 +57,33 @@ void load_site_config(int argc, char** argv) {
 }
 
 const SiteConfig& site_config() { return mutable_site(); }
+
+void check_ckpt_root_sharing() {
+  const SiteConfig& site = site_config();
+  const std::string& root = site.default_ckpt_root;
+  if (site.shared_ckpt_root == true) return;
+  if (site.shared_ckpt_root == false) {
+    slurm_info(
+        "dl: default_ckpt_root %s is node-local (shared_ckpt_root=no): a job requeued onto "
+        "other nodes starts without its checkpoints; give --dl-ckpt-dir on a shared file system",
+        root.c_str());
+    return;
+  }
+  struct statfs fs;
+  if (::statfs(root.c_str(), &fs) != 0) {
+    slurm_error("dl: couldn't statfs default_ckpt_root %s: %s", root.c_str(), std::strerror(errno));
+    return;
+  }
+  const FsKind kind = classify_fs_type(static_cast<std::uint64_t>(fs.f_type));
+  if (kind.sharing == FsSharing::shared) return;
+  slurm_error(
+      "dl: default_ckpt_root %s is on %s, %s: a job requeued onto other nodes will not find "
+      "its checkpoints there. Put it on a shared file system (nfs, lustre, gpfs, beegfs, "
+      "cephfs), or set shared_ckpt_root=yes in plugstack.conf if it is shared",
+      root.c_str(), kind.name.c_str(),
+      kind.sharing == FsSharing::local ? "a node-local file system"
+                                       : "a file system not known to be shared");
+}
 
 void register_options(spank_t sp) {
   // Slurm keeps pointers into this table for the life of the process.

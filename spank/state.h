@@ -13,6 +13,11 @@ namespace dl::spank {
 void load_site_config(int argc, char** argv);
 const SiteConfig& site_config();
 
+// Logs one line when the default checkpoint root is not shared between nodes (by its
+// file-system type, unless the site asserted shared_ckpt_root=yes/no): a job requeued
+// onto other nodes would not find its checkpoints there.
+void check_ckpt_root_sharing();
+
 // Registers every --dl-* option with Slurm. The callbacks only store the values
 // (Slurm may call them twice); everything is checked later in make_spec.
 void register_options(spank_t sp);

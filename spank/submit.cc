@@ -6,6 +6,7 @@
 #include <cstdlib>
 
 #include "core/error.h"
+#include "core/private_dir.h"
 #include "core/spec.h"
 #include "spank/contexts.h"
 #include "spank/state.h"
@@ -31,6 +32,27 @@ int submit_post_opt(spank_t sp) {
     std::exit(EXIT_FAILURE);
   }
   if (!spec) return 0;
+  try {
+    // What of the checkpoint paths is visible here is checked now, so that a job that
+    // would be refused on its nodes is not submitted (see private_dir.h).
+    const SiteConfig& site = site_config();
+    const std::string home = home_of(getuid());
+    std::vector<std::string> roots;
+    for (const auto& r : site.effective_ckpt_roots()) roots.push_back(r == "~" ? home : r);
+    const std::string user = user_name_of(getuid());
+    const std::string dir =
+        spec->ckpt_dir.empty() ? default_ckpt_dir(site, user, "0") : spec->ckpt_dir;
+    // For the default directory only <root>/<user>: the job id is not known yet.
+    check_private_path(spec->ckpt_dir.empty() ? dir.substr(0, dir.rfind('/')) : dir, roots,
+                       getuid());
+    if (!spec->resume_from.empty()) {
+      spec->resume_from = resolve_resume_from(site, user, spec->resume_from);
+      check_private_path(spec->resume_from, roots, getuid());
+    }
+  } catch (const InputError& e) {
+    slurm_error("dl: %s", e.what());
+    std::exit(EXIT_FAILURE);
+  }
   for (const auto& [name, value] : spec->to_env()) {
     const spank_err_t rc = spank_job_control_setenv(sp, name.c_str(), value.c_str(), 1);
     // srun inside an existing allocation cannot change the job; its steps still get

@@ -173,6 +173,7 @@ class Reader {
   unsigned world_size() const;
   std::int64_t created_unix() const;
   std::string host() const;                 // of rank 0
+  std::optional<Writer> writer() const;     // absent in older checkpoints
   std::uint64_t bytes() const;              // all shard files
   std::vector<TensorInfo> tensors() const;  // sorted by name
   std::optional<TensorInfo> tensor(const std::string& name) const;
@@ -231,6 +232,7 @@ struct CheckpointInfo {
   std::int64_t created_unix = 0;
   std::uint64_t bytes = 0;
   std::size_t tensors = 0;
+  std::optional<Writer> writer;  // absent in older checkpoints
 };
 
 // Every step directory in `dir`, oldest first, checked at `level`. Throws SystemError if

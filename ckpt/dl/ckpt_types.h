@@ -87,4 +87,22 @@ struct Retention {
   bool higher_is_better = false;
 };
 
+// Who wrote a checkpoint: the Slurm job (or array task) and the user, taken from the
+// writer's environment (SLURM_JOB_ID, SLURM_ARRAY_JOB_ID, SLURM_ARRAY_TASK_ID) and
+// its real uid. Job ids are decimal digits; empty when not known (outside Slurm).
+struct Writer {
+  std::string job_id;
+  std::string array_job_id;  // both set for an array task, both empty otherwise
+  std::string array_task_id;
+  std::string user;  // the user name of `uid`, empty if it has none
+  std::uint32_t uid = 0;
+
+  // The job a checkpoint directory belongs to: "100_3" for an array task, "4711" for
+  // any other job, "" outside Slurm. Requeues keep it, resubmissions do not.
+  std::string job_key() const {
+    if (!array_job_id.empty() && !array_task_id.empty()) return array_job_id + "_" + array_task_id;
+    return job_id;
+  }
+};
+
 }  // namespace dl::ckpt

@@ -62,6 +62,31 @@ EOF
   done
 }
 
+@test "ckpt: dl-ckpt ls and show name the job and user that wrote a checkpoint" {
+  SLURM_JOB_ID=4712 SLURM_ARRAY_JOB_ID=4700 SLURM_ARRAY_TASK_ID=3 \
+    "$writer" save --dir ck --step 100 >/dev/null
+  env -u SLURM_JOB_ID -u SLURM_ARRAY_JOB_ID -u SLURM_ARRAY_TASK_ID SLURM_JOB_ID=4711 \
+    "$writer" save --dir ck --step 200 >/dev/null
+  run "$dlckpt" ls ck
+  echo "$output"
+  [ "$status" -eq 0 ]
+  echo "$output" | grep -q '^STEP .* WRITER '
+  echo "$output" | grep -Eq "^step-000000100 .* 4700_3 $(id -un) "
+  echo "$output" | grep -Eq "^step-000000200\* .* 4711 $(id -un) "
+  run "$dlckpt" ls ck --json
+  echo "$output" | "$py" -c '
+import json, sys
+c = json.load(sys.stdin)["checkpoints"]
+assert c[0]["writer"]["job"] == "4700_3" and c[0]["writer"]["array_task_id"] == "3", c[0]
+assert c[1]["writer"]["job"] == "4711" and c[1]["writer"]["uid"] == '"$(id -u)"', c[1]'
+  run "$dlckpt" show ck
+  echo "$output" | grep -qx "written by   job 4711 (user $(id -un), uid $(id -u))"
+  run "$dlckpt" show ck/step-000000100 --json
+  echo "$output" | "$py" -c '
+import json, sys
+assert json.load(sys.stdin)["writer"]["job"] == "4700_3"'
+}
+
 @test "ckpt: dl-ckpt ls, show and verify, as tables and as JSON" {
   for step in 100 200 300; do "$writer" save --dir ck --step $step >/dev/null; done
   run "$dlckpt" ls ck

@@ -70,7 +70,7 @@ field_values() { grep -o "$1=[^ ]*" "${2:-out.txt}" | cut -d= -f2 | sort -u; }
   [ "$(echo "$step" | wc -l)" -eq 1 ]
   step=${step#step=}
   [ "$(job_field "$job" Restarts)" -eq 1 ]
-  dir=$(dirname "$SLURM_CONF")/ckpt/$(id -un)/$name
+  dir=$(dirname "$SLURM_CONF")/ckpt/$(id -un)/$job
   resume=$(printf '%s/step-%09d' "$dir" "$step")
   [ "$(grep -c "start rank=[01] world=2 restart=1 resume=$resume first_step=$((step + 1))" out.txt)" -eq 2 ]
   [ "$(grep -c 'done rank=[01] step=150' out.txt)" -eq 2 ]
@@ -133,7 +133,7 @@ field_values() { grep -o "$1=[^ ]*" "${2:-out.txt}" | cut -d= -f2 | sort -u; }
   wait_state "$job" COMPLETED 90
   set -- $(grep ' checkpoint rank=0 ' first.txt | grep -o 'step=[0-9]*' | cut -d= -f2)
   old=$1 new=$2
-  dir=$(dirname "$SLURM_CONF")/ckpt/$(id -un)/$name
+  dir=$(dirname "$SLURM_CONF")/ckpt/$(id -un)/$job
   # Flip one byte of rank 1's row in the newer checkpoint: only its checksum tells.
   /usr/bin/python3 -c '
 import struct, sys
@@ -144,10 +144,18 @@ assert at >= 0, "row not found"
 data[at + 1] ^= 0xFF
 open(path, "wb").write(data)
 ' "$(printf '%s/step-%09d/shard-00001-of-00002.h5' "$dir" "$new")" "$new"
+  # Another job of the same name starts fresh in a directory of its own ...
+  fresh=$(submit -J "$name" -N2 --ntasks-per-node=1 -o fresh.txt \
+    --wrap "srun --mpi=pmix $DLRUN $TRAINER --steps 3 --step-ms 0")
+  wait_state "$fresh" COMPLETED 60
+  [ "$(grep -c "start rank=[01] world=2 restart=0 resume=none " fresh.txt)" -eq 2 ]
+  # ... unless it asks to continue the first one's run.
   job2=$(submit -J "$name" -N2 --ntasks-per-node=1 --dl-ckpt-keep=3 -o second.txt \
+    --dl-resume-from="$job" \
     --wrap "srun --mpi=pmix $DLRUN $TRAINER --steps $((new + 5)) --step-ms 50")
   wait_state "$job2" COMPLETED 60
   grep -q "rank 0@n[0-9]\] dlrun: warning: checkpoint .*/step-0*$new is unusable" second.txt
+  grep -q "rank 0@n[0-9]\] dlrun: resuming step $old from .*, written by job $job (user $(id -un)" second.txt
   resume=$(printf '%s/step-%09d' "$dir" "$old")
   [ "$(grep -c "resume=$resume first_step=$((old + 1))" second.txt)" -eq 2 ]
 }

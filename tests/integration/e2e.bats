@@ -39,7 +39,7 @@ teardown() {
 # A job name of its own: its default checkpoint directory (<root>/<user>/<name>) starts
 # empty.
 unique_name() { echo "e2e-$1-$$-$RANDOM"; }
-ckpt_dir() { echo "$(dirname "$SLURM_CONF")/ckpt/$(id -un)/$1"; }
+ckpt_dir() { echo "$(dirname "$SLURM_CONF")/ckpt/$(id -un)/$1"; } # $1: the job id
 
 # The final parameters of an uninterrupted run of `dp_trainer --steps $1` (one srun step,
 # four ranks, never stopped), computed once per file. dp_trainer's result does not depend
@@ -202,7 +202,7 @@ check_against_reference() {
   set -- $(grep -o 'checkpoint step [0-9]* written' out.txt | awk '{print $3}')
   [ $# -eq 2 ]
   old=$1 new=$2
-  shard=$(printf '%s/step-%09d/shard-00001-of-00004.h5' "$(ckpt_dir "$name")" "$new")
+  shard=$(printf '%s/step-%09d/shard-00001-of-00004.h5' "$(ckpt_dir "$job")" "$new")
   /usr/bin/python3 -c '
 import h5py, sys
 path = sys.argv[1]

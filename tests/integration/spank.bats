@@ -14,6 +14,10 @@ teardown() {
   cancel_all
   runuser -u dltest -- scancel --quiet -u dltest 2>/dev/null || true
   tmux kill-session -t dlpty 2>/dev/null || true
+  # What a hostile test planted (or left when it failed) must not break the next test.
+  if [ -e "$ckpt_root/dltest" ] && [ "$(stat -c '%U %a' "$ckpt_root/dltest")" != "dltest 700" ]; then
+    rm -rf "$ckpt_root/dltest"
+  fi
 }
 
 # The spec the controller holds for a job, as the node prolog received it.
@@ -42,7 +46,7 @@ EOS
   line=$(head -n 1 out.txt)
   for kv in DL_GPUS=4 DL_PLACEMENT=spread DL_EXPERIMENT=resnet DL_TRIAL=7 DL_CKPT_EVERY=1800 \
     DL_PREEMPTIBLE=1 DL_CKPT_KEEP=3 DL_GRACE=120 DL_MAX_RESTARTS=3 DL_WATCHDOG=0 \
-    DL_SPEC_VERSION=1 "DL_CKPT_DIR=$ckpt_root/root/job.sh"; do
+    DL_SPEC_VERSION=1 "DL_CKPT_DIR=$ckpt_root/root/$job"; do
     [[ " $line " == *" $kv "* ]] || { echo "missing $kv in: $line"; false; }
   done
   spec=$(controller_spec "$job")
@@ -61,10 +65,11 @@ EOS
 
 @test "srun --dl-* gives every task on every node the same spec" {
   run run_srun -N4 --ntasks-per-node=2 --dl-gpus=8 --dl-elastic=4:8 --dl-grace=90s \
-    sh -c 'echo "$SLURMD_NODENAME $DL_GPUS $DL_ELASTIC $DL_GRACE $DL_CKPT_DIR"'
+    sh -c 'echo "$SLURMD_NODENAME $DL_GPUS $DL_ELASTIC $DL_GRACE $DL_CKPT_DIR $SLURM_JOB_ID"'
   [ "$status" -eq 0 ]
   [ "$(echo "$output" | wc -l)" -eq 8 ]
-  [ "$(echo "$output" | cut -d' ' -f2- | sort -u)" = "8 4:8 90 $ckpt_root/root/sh" ]
+  [ "$(echo "$output" | cut -d' ' -f2-5 | sort -u)" = \
+    "8 4:8 90 $ckpt_root/root/$(echo "$output" | head -n 1 | cut -d' ' -f6)" ]
   [ "$(echo "$output" | cut -d' ' -f1 | sort -u | tr '\n' ' ')" = "n1 n2 n3 n4 " ]
 }
 
@@ -155,13 +160,26 @@ EOF
   queue_empty
 }
 
-@test "the checkpoint directory belongs to the job's user, mode 0700" {
+@test "the checkpoint directory belongs to the job's user, mode 0700, one per job" {
   cd /home/dltest
-  run as_dltest srun -N2 --dl-gpus=2 -J trainer sh -c 'echo "$DL_CKPT_DIR"'
+  run as_dltest srun -N2 --dl-gpus=2 -J trainer sh -c 'echo "$DL_CKPT_DIR $SLURM_JOB_ID"'
   [ "$status" -eq 0 ]
-  [ "$(echo "$output" | sort -u)" = "$ckpt_root/dltest/trainer" ]
-  [ "$(stat -c '%U %a' "$ckpt_root/dltest/trainer")" = "dltest 700" ]
+  [ "$(echo "$output" | sort -u | wc -l)" -eq 1 ]
+  set -- $(echo "$output" | head -n 1)
+  # <root>/<user>/<job id>: not the job name, which every run of a script shares.
+  [ "$1" = "$ckpt_root/dltest/$2" ]
+  [ "$(stat -c '%U %a' "$1")" = "dltest 700" ]
   [ "$(stat -c '%U %a' "$ckpt_root/dltest")" = "dltest 700" ]
+}
+
+@test "array tasks of one script get different default checkpoint directories" {
+  cd /home/dltest
+  job=$(as_dltest sbatch --parsable --array=1-2 --dl-gpus=1 -o /home/dltest/arr-%a.out \
+    --wrap 'echo "dir=$DL_CKPT_DIR default=$DL_CKPT_DIR_DEFAULT"')
+  wait_until 60 '[ -s /home/dltest/arr-1.out ] && [ -s /home/dltest/arr-2.out ]'
+  grep -qx "dir=$ckpt_root/dltest/${job}_1 default=1" /home/dltest/arr-1.out
+  grep -qx "dir=$ckpt_root/dltest/${job}_2 default=1" /home/dltest/arr-2.out
+  rm -f /home/dltest/arr-*.out
 }
 
 @test "a symlink planted in the checkpoint path is refused and nothing runs" {
@@ -169,15 +187,34 @@ EOF
   as_dltest mkdir -p "$ckpt_root/dltest"
   rm -rf "$ckpt_root/dltest/evil"
   as_dltest ln -s /root "$ckpt_root/dltest/evil"
-  job=$(as_dltest sbatch --parsable --dl-gpus=1 --dl-ckpt-dir="$ckpt_root/dltest/evil/x" \
-    -o /home/dltest/evil.out --wrap 'echo the job ran')
-  wait_state "$job" FAILED 60
-  grep -qF "dl: slurm_spank_task_init: couldn't prepare the checkpoint directory: $ckpt_root/dltest/evil is a symbolic link; refusing to follow it" /home/dltest/evil.out
-  ! grep -q 'the job ran' /home/dltest/evil.out
+  # Visible at submit time: refused there, nothing queued.
+  run as_dltest sbatch --parsable --dl-gpus=1 --dl-ckpt-dir="$ckpt_root/dltest/evil/x" \
+    -o /home/dltest/evil.out --wrap 'echo the job ran'
+  [ "$status" -ne 0 ]
+  [[ $output == *"$ckpt_root/dltest/evil is a symbolic link (owner dltest"*"refusing to follow it"* ]]
   [ ! -e /root/x ]
   run as_dltest srun -N1 --dl-gpus=1 --dl-ckpt-dir="$ckpt_root/dltest/evil/x" true
   [ "$status" -ne 0 ]
   rm -f "$ckpt_root/dltest/evil" /home/dltest/evil.out
+}
+
+@test "another user's directory at <root>/<victim> is refused, naming it and its owner" {
+  cd /home/dltest
+  rm -rf "$ckpt_root/dltest"
+  runuser -u dlother -- mkdir -m 0755 "$ckpt_root/dltest"
+  run as_dltest sbatch --parsable --dl-gpus=1 -o /home/dltest/victim.out --wrap 'echo ran'
+  [ "$status" -ne 0 ]
+  [[ $output == *"$ckpt_root/dltest belongs to dlother (uid $(id -u dlother)), not to the job's user dltest"* ]]
+  # Through srun inside an allocation made before the plant, the node refuses it too.
+  [ -z "$(ls -A "$ckpt_root/dltest")" ]
+  # A component of the user's own that others may write to.
+  rm -rf "$ckpt_root/dltest"
+  as_dltest mkdir -m 0777 "$ckpt_root/dltest"
+  as_dltest chmod 0777 "$ckpt_root/dltest"
+  run as_dltest sbatch --parsable --dl-gpus=1 -o /home/dltest/victim.out --wrap 'echo ran'
+  [ "$status" -ne 0 ]
+  [[ $output == *"$ckpt_root/dltest (owner dltest"*"mode 0777) is writable by other users"* ]]
+  rm -rf "$ckpt_root/dltest" /home/dltest/victim.out
 }
 
 @test "sbatch, srun and salloc --help list every option with its help" {
@@ -197,7 +234,7 @@ EOF
   echo "required $plugin max_gpu=8" >plugstack.conf
   SLURM_CONF=$PWD/slurm.conf run sbatch --wrap true
   [ "$status" -ne 0 ]
-  echo "$output" | head -n 1 | grep -qxF "sbatch: error: dl: slurm_spank_init: plugstack argument 'max_gpu=8': unknown key 'max_gpu' (expected default_ckpt_root, allowed_ckpt_roots, max_gpus or default_grace)"
+  echo "$output" | head -n 1 | grep -qxF "sbatch: error: dl: slurm_spank_init: plugstack argument 'max_gpu=8': unknown key 'max_gpu' (expected default_ckpt_root, allowed_ckpt_roots, max_gpus, default_grace or shared_ckpt_root)"
   echo "required $plugin max_gpus=none" >plugstack.conf
   SLURM_CONF=$PWD/slurm.conf run sbatch --wrap true
   [ "$status" -ne 0 ]

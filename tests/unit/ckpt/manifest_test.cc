@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
@@ -201,6 +202,52 @@ TEST(CkptManifest, HexAndJsonHelpers) {
   EXPECT_EQ(compact_json_object(R"({ "a" : [1, 2] })", "x"), R"({"a":[1,2]})");
   EXPECT_THROW(compact_json_object("[1]", "x"), InputError);
   EXPECT_THROW(compact_json_object("{", "x"), InputError);
+}
+
+}  // namespace
+}  // namespace dl::ckpt
+
+namespace dl::ckpt {
+namespace {
+
+TEST(CkptManifest, WriterRoundTripsAndOldManifestsWithoutOneStillLoad) {
+  Manifest m = sample();
+  m.writer = Writer{"4712", "4700", "3", "alice", 1000};
+  const Manifest back = manifest_from_json(manifest_to_json(m), "m.json");
+  ASSERT_TRUE(back.writer);
+  EXPECT_EQ(back.writer->job_key(), "4700_3");
+  EXPECT_EQ(back.writer->user, "alice");
+  EXPECT_EQ(back.writer->uid, 1000u);
+  EXPECT_EQ(describe_writer(back.writer), "array task 4700_3 (user alice, uid 1000)");
+  // A manifest written before the field existed: same version, no writer.
+  const Manifest old = manifest_from_json(manifest_to_json(sample()), "m.json");
+  EXPECT_FALSE(old.writer);
+  EXPECT_EQ(describe_writer(old.writer), "an unknown job");
+  // A malformed writer is a corrupt manifest, not a trusted one.
+  m.writer = Writer{"47x", "", "", "alice", 1000};
+  json j = json::parse(manifest_to_json(sample()));
+  j["writer"] = {{"job_id", "47x"}, {"user", "alice"}, {"uid", 1}};
+  EXPECT_NE(error_of(j.dump(), false).find("writer: job_id"), std::string::npos);
+}
+
+TEST(CkptManifest, WriterFromTheEnvironment) {
+  const std::map<std::string, const char*> env = {
+      {"SLURM_JOB_ID", "4712"}, {"SLURM_ARRAY_JOB_ID", "4700"}, {"SLURM_ARRAY_TASK_ID", "3"}};
+  const auto lookup = [&](const char* name) -> const char* {
+    const auto it = env.find(name);
+    return it == env.end() ? nullptr : it->second;
+  };
+  const Writer w = writer_from_env(lookup, 1000, "alice");
+  EXPECT_EQ(w.job_key(), "4700_3");
+  EXPECT_EQ(w.job_id, "4712");
+  const Writer plain = writer_from_env(
+      [](const char* name) -> const char* {
+        return std::string(name) == "SLURM_JOB_ID" ? "4711" : nullptr;
+      },
+      1000, "alice");
+  EXPECT_EQ(plain.job_key(), "4711");
+  EXPECT_EQ(
+      writer_from_env([](const char*) -> const char* { return "x; rm"; }, 0, "root").job_key(), "");
 }
 
 }  // namespace

@@ -66,9 +66,10 @@ TEST_F(PrivateDir, RefusesASymlinkBelowTheRoot) {
   fs::create_directory(base_ + "/elsewhere");
   fs::create_directory_symlink(base_ + "/elsewhere", root_ + "/alice");
   EXPECT_EQ(error_of(root_ + "/alice/job"),
-            root_ + "/alice is a symbolic link; refusing to follow it");
+            root_ + "/alice is a symbolic link (owner root (uid 0)); refusing to follow it");
   EXPECT_FALSE(fs::exists(base_ + "/elsewhere/job"));
-  EXPECT_EQ(error_of(root_ + "/alice"), root_ + "/alice is a symbolic link; refusing to follow it");
+  EXPECT_EQ(error_of(root_ + "/alice"),
+            root_ + "/alice is a symbolic link (owner root (uid 0)); refusing to follow it");
 }
 
 TEST_F(PrivateDir, FollowsTheRootItself) {
@@ -101,7 +102,70 @@ TEST_F(PrivateDir, RefusesSomeoneElsesDirectory) {
   fs::create_directory(root_ + "/bob");
   ASSERT_EQ(::chown((root_ + "/bob").c_str(), 65534, 65534), 0);
   EXPECT_EQ(error_of(root_ + "/bob"),
-            root_ + "/bob belongs to uid 65534, not to the job's user (uid 0)");
+            root_ +
+                "/bob belongs to nobody (uid 65534), not to the job's user root (uid 0); "
+                "refusing to use it");
+}
+
+}  // namespace
+}  // namespace dl
+
+namespace dl {
+namespace {
+
+class HostilePath : public testing::Test {
+ protected:
+  void SetUp() override {
+    if (::geteuid() != 0) GTEST_SKIP() << "needs root to chown";
+    char tmpl[] = "/tmp/dl-hostile-XXXXXX";
+    ASSERT_NE(::mkdtemp(tmpl), nullptr);
+    root_ = tmpl;
+    ::chmod(root_.c_str(), 01777);
+  }
+  void TearDown() override {
+    if (!root_.empty()) fs::remove_all(root_);
+  }
+  std::string error_of(const std::string& dir, uid_t uid) {
+    try {
+      check_private_path(dir, {root_}, uid);
+    } catch (const std::exception& e) {
+      return e.what();
+    }
+    return "(accepted)";
+  }
+  std::string root_;
+};
+
+TEST_F(HostilePath, AComponentOfAnotherUserIsRefusedNamingItsOwner) {
+  fs::create_directory(root_ + "/victim");
+  ASSERT_EQ(::chown((root_ + "/victim").c_str(), 65534, 65534), 0);
+  ::chmod((root_ + "/victim").c_str(), 0755);
+  EXPECT_EQ(error_of(root_ + "/victim/4711", 54321),
+            root_ +
+                "/victim belongs to nobody (uid 65534), not to the job's user uid 54321; "
+                "refusing to use it");
+  EXPECT_FALSE(fs::exists(root_ + "/victim/4711"));
+}
+
+TEST_F(HostilePath, AWritableComponentIsRefusedEvenIfItIsTheUsers) {
+  fs::create_directories(root_ + "/u/shared");
+  ASSERT_EQ(::chown((root_ + "/u").c_str(), 54321, 54321), 0);
+  ASSERT_EQ(::chown((root_ + "/u/shared").c_str(), 54321, 54321), 0);
+  ::chmod((root_ + "/u").c_str(), 0777);
+  EXPECT_NE(error_of(root_ + "/u/shared", 54321)
+                .find(root_ + "/u (owner uid 54321, mode 0777) is "
+                              "writable by other users"),
+            std::string::npos);
+  ::chmod((root_ + "/u").c_str(), 0700);
+  ::chmod((root_ + "/u/shared").c_str(), 0700);
+  EXPECT_EQ(error_of(root_ + "/u/shared", 54321), "(accepted)");
+  // What does not exist yet is not an error before the job creates it.
+  EXPECT_EQ(error_of(root_ + "/u/shared/a/b", 54321), "(accepted)");
+}
+
+TEST_F(HostilePath, ASharedRootNeedsTheStickyBit) {
+  ::chmod(root_.c_str(), 0777);
+  EXPECT_NE(error_of(root_ + "/u", 54321).find("without the sticky bit"), std::string::npos);
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 
 #include "core/error.h"
@@ -189,7 +190,7 @@ TEST(Spec, SiteConfigErrorsNameTheKey) {
   };
   EXPECT_EQ(error({"max_gpu=8"}),
             "plugstack argument 'max_gpu=8': unknown key 'max_gpu' (expected "
-            "default_ckpt_root, allowed_ckpt_roots, max_gpus or default_grace)");
+            "default_ckpt_root, allowed_ckpt_roots, max_gpus, default_grace or shared_ckpt_root)");
   EXPECT_EQ(error({"max_gpus=lots"}), "max_gpus=lots: expected a whole number from 1 to 1048576");
   EXPECT_EQ(error({"default_grace=never"}),
             "default_grace=never: expected a duration such as 90s, 30m or 2h, from 1s to 1d");
@@ -261,7 +262,75 @@ TEST(Spec, EveryOptionHasHelpAndAVariable) {
     EXPECT_EQ(std::string(o.env).rfind("DL_", 0), 0u);
     EXPECT_GT(std::string(o.help).size(), 10u);
   }
-  EXPECT_EQ(option_infos().size(), 12u);
+  EXPECT_EQ(option_infos().size(), 13u);
+}
+
+}  // namespace
+}  // namespace dl
+
+namespace dl {
+namespace {
+
+TEST(Spec, DefaultCheckpointDirectoryIsUniquePerJobAndArrayTask) {
+  const SiteConfig site = parse_site_config({"default_ckpt_root=/scratch/ckpt"});
+  EXPECT_EQ(ckpt_job_key(4711, std::nullopt, std::nullopt), "4711");
+  EXPECT_EQ(ckpt_job_key(4712, 4700u, 3u), "4700_3");
+  EXPECT_EQ(default_ckpt_dir(site, "alice", ckpt_job_key(4712, 4700u, 3u)),
+            "/scratch/ckpt/alice/4700_3");
+  EXPECT_NE(default_ckpt_dir(site, "alice", ckpt_job_key(4712, 4700u, 3u)),
+            default_ckpt_dir(site, "alice", ckpt_job_key(4713, 4700u, 4u)));
+  EXPECT_TRUE(is_ckpt_job_key("4711"));
+  EXPECT_TRUE(is_ckpt_job_key("4700_3"));
+  EXPECT_FALSE(is_ckpt_job_key("47_"));
+  EXPECT_FALSE(is_ckpt_job_key("../x"));
+}
+
+TEST(Spec, ResumeFromTakesAJobIdOrAnAllowedDirectory) {
+  const SiteConfig site =
+      parse_site_config({"default_ckpt_root=/scratch/ckpt", "allowed_ckpt_roots=/scratch,~"});
+  const auto none = [](const std::string&) -> std::optional<std::string> { return std::nullopt; };
+  auto spec = make_spec({{"dl-resume-from", "4711"}}, none, site, "/home/alice");
+  EXPECT_EQ(resolve_resume_from(site, "alice", spec->resume_from), "/scratch/ckpt/alice/4711");
+  spec = make_spec({{"dl-resume-from", "/scratch/x//y"}}, none, site, "/home/alice");
+  EXPECT_EQ(spec->resume_from, "/scratch/x/y");
+  const auto env = spec->to_env();
+  EXPECT_NE(std::find(env.begin(), env.end(),
+                      std::pair<std::string, std::string>{"DL_CKPT_RESUME_FROM", "/scratch/x/y"}),
+            env.end());
+  try {
+    make_spec({{"dl-resume-from", "/etc/x"}}, none, site, "/home/alice");
+    ADD_FAILURE() << "accepted";
+  } catch (const InputError& e) {
+    EXPECT_STREQ(e.what(),
+                 "--dl-resume-from=/etc/x: not under an allowed checkpoint root (/scratch, "
+                 "/home/alice)");
+  }
+  try {
+    make_spec({{"dl-resume-from", "last"}}, none, site, "/home/alice");
+    ADD_FAILURE() << "accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("--dl-resume-from=last: expected a job id"),
+              std::string::npos);
+  }
+}
+
+TEST(Spec, FileSystemTypesAreClassified) {
+  EXPECT_EQ(classify_fs_type(0x6969).name, "nfs");
+  EXPECT_EQ(classify_fs_type(0x6969).sharing, FsSharing::shared);
+  EXPECT_EQ(classify_fs_type(0x0BD00BD0).sharing, FsSharing::shared);  // lustre
+  EXPECT_EQ(classify_fs_type(0x47504653).sharing, FsSharing::shared);  // gpfs
+  EXPECT_EQ(classify_fs_type(0x19830326).sharing, FsSharing::shared);  // beegfs
+  EXPECT_EQ(classify_fs_type(0x00C36400).sharing, FsSharing::shared);  // cephfs
+  EXPECT_EQ(classify_fs_type(0xEF53).name, "ext4");
+  EXPECT_EQ(classify_fs_type(0xEF53).sharing, FsSharing::local);
+  EXPECT_EQ(classify_fs_type(0x58465342).sharing, FsSharing::local);  // xfs
+  EXPECT_EQ(classify_fs_type(0x01021994).sharing, FsSharing::local);  // tmpfs
+  EXPECT_EQ(classify_fs_type(0x12345678).name, "0x12345678");
+  EXPECT_EQ(classify_fs_type(0x12345678).sharing, FsSharing::unknown);
+  EXPECT_EQ(parse_site_config({"shared_ckpt_root=yes"}).shared_ckpt_root, true);
+  EXPECT_EQ(parse_site_config({"shared_ckpt_root=no"}).shared_ckpt_root, false);
+  EXPECT_EQ(parse_site_config({"shared_ckpt_root=auto"}).shared_ckpt_root, std::nullopt);
+  EXPECT_THROW(parse_site_config({"shared_ckpt_root=maybe"}), InputError);
 }
 
 }  // namespace

@@ -160,7 +160,7 @@ TEST(Ports, FirstFreeInOrder) {
 }
 
 TEST(Restart, HistoryRoundTripsAndRejectsGarbage) {
-  const RestartHistory h{2, 1};
+  const RestartHistory h{2, 1, std::nullopt};
   const RestartHistory back = decode_history(encode_history(h));
   EXPECT_EQ(back.failures, 2u);
   EXPECT_EQ(back.stalled, 1u);
@@ -187,7 +187,7 @@ class RestartHistoryFile : public ::testing::Test {
 
 TEST_F(RestartHistoryFile, RoundTripsAndAMissingFileIsEmpty) {
   EXPECT_EQ(read_history(path).failures, 0u);
-  write_history(path, {2, 1});
+  write_history(path, {2, 1, std::nullopt});
   EXPECT_EQ(read_history(path).failures, 2u);
   EXPECT_EQ(read_history(path).stalled, 1u);
   remove_history(path);
@@ -205,7 +205,7 @@ TEST_F(RestartHistoryFile, ALinkToDevZeroIsRefused) {
 }
 
 TEST_F(RestartHistoryFile, AHugeSparseFileIsRefused) {
-  write_history(path, {1, 1});
+  write_history(path, {1, 1, std::nullopt});
   ASSERT_EQ(::truncate(path.c_str(), off_t{1} << 40), 0);
   EXPECT_THROW(read_history(path), SystemError);
 }
@@ -220,7 +220,7 @@ TEST_F(RestartHistoryFile, LinksPlantedAtItsNamesAreNotWrittenThrough) {
   }
   ASSERT_EQ(::symlink(victim.c_str(), (path + ".tmp").c_str()), 0);
   ASSERT_EQ(::symlink(victim.c_str(), path.c_str()), 0);
-  write_history(path, {1, 0});
+  write_history(path, {1, 0, std::nullopt});
   EXPECT_EQ(dl::sys::read_file(victim, 100), "precious");
   EXPECT_EQ(read_history(path).failures, 1u);
 }
@@ -231,12 +231,12 @@ TEST_F(RestartHistoryFile, LinksPlantedAtItsNamesAreNotWrittenThrough) {
 TEST(Restart, ProgressIsJudgedByEveryChecksum) {
   EXPECT_EQ(kProgressCheck, CheckLevel::full);
   // A run that left only a corrupt newer checkpoint: the lookup finds the old step.
-  const auto d = decide_restart({10, 1}, {0, 1}, RunEnd::stopped, 200, 200);
+  const auto d = decide_restart({10, 1}, {0, 1, std::nullopt}, RunEnd::stopped, 200, 200);
   EXPECT_EQ(d.action, RestartAction::hold);
 }
 
 TEST(Restart, CompletedFinishes) {
-  const auto d = decide_restart({3, 2}, {1, 1}, RunEnd::completed, 10, 20);
+  const auto d = decide_restart({3, 2}, {1, 1, std::nullopt}, RunEnd::completed, 10, 20);
   EXPECT_EQ(d.action, RestartAction::finish);
 }
 
@@ -267,7 +267,7 @@ TEST(Restart, NoProgressOverKRestartsHolds) {
 }
 
 TEST(Restart, ProgressResetsTheStallCount) {
-  auto d = decide_restart({10, 1}, {0, 1}, RunEnd::stopped, 100, 200);
+  auto d = decide_restart({10, 1}, {0, 1, std::nullopt}, RunEnd::stopped, 100, 200);
   EXPECT_EQ(d.action, RestartAction::requeue);
   EXPECT_EQ(d.history.stalled, 0u);
   d = decide_restart({10, 1}, d.history, RunEnd::stopped, 200, 200);
@@ -520,6 +520,51 @@ TEST(Signals, NamesAndNumbers) {
       "--ckpt-signal=SIGFOO: expected a signal name such as URG or SIGURG, a number, or none");
   EXPECT_EQ(signal_name(SIGTERM), "SIGTERM");
   EXPECT_EQ(signal_name(SIGRTMIN + 1), "signal " + std::to_string(SIGRTMIN + 1));
+}
+
+}  // namespace
+}  // namespace dl
+
+namespace dl {
+namespace {
+
+TEST(Restart, HistoryKeepsTheLastCheckpointAndReadsTheOldForm) {
+  RestartHistory h{1, 0, 1200};
+  EXPECT_EQ(encode_history(h), "failures=1 stalled=0 ckpt=1200\n");
+  EXPECT_EQ(decode_history(encode_history(h)).ckpt, 1200);
+  EXPECT_EQ(decode_history("failures=2 stalled=1\n").ckpt, std::nullopt);
+  EXPECT_THROW(decode_history("failures=2 stalled=1 ckpt=x\n"), InputError);
+  const RestartDecision d = decide_restart({3, 2}, {}, RunEnd::stopped, std::nullopt, 1300);
+  EXPECT_EQ(d.history.ckpt, 1300);
+}
+
+TEST(Restart, ADefaultDirectoryResumesOnlyTheJobsOwnCheckpoints) {
+  const ResumeCandidate own{"/c/4711/step-000001200", 1200, "4711",
+                            "job 4711 (user alice, uid 1000)"};
+  const ResumeCandidate other{"/c/4711/step-000001200", 1200, "4700_2",
+                              "array task 4700_2 (user alice, uid 1000)"};
+  const ResumeCandidate unknown{"/c/4711/step-000001200", 1200, "", "an unknown job"};
+  EXPECT_EQ(resume_refusal(own, CkptDirKind::site_default, "4711", "/c/4711"), "");
+  EXPECT_NE(
+      resume_refusal(other, CkptDirKind::site_default, "4711", "/c/4711")
+          .find("written by array task 4700_2 (user alice, uid 1000), not by this job (4711)"),
+      std::string::npos);
+  EXPECT_NE(resume_refusal(unknown, CkptDirKind::site_default, "4711", "/c/4711"), "");
+  // A directory the user chose (shared on purpose) accepts any writer.
+  EXPECT_EQ(resume_refusal(other, CkptDirKind::chosen, "4711", "/c/4711"), "");
+  EXPECT_EQ(resume_message(own),
+            "resuming step 1200 from /c/4711/step-000001200, written by job 4711 (user alice, uid "
+            "1000)");
+}
+
+TEST(Restart, AMissingCheckpointIsNamed) {
+  const RestartHistory h{0, 0, 1200};
+  EXPECT_EQ(missing_checkpoint_warning(h, "4711", "/c/4711", std::nullopt),
+            "job 4711's restart history has checkpoint step 1200 in /c/4711, but /c/4711 has none: "
+            "the checkpoint root is probably not shared between nodes (or the checkpoint was "
+            "removed)");
+  EXPECT_EQ(missing_checkpoint_warning(h, "4711", "/c/4711", 1200), "");
+  EXPECT_EQ(missing_checkpoint_warning({}, "4711", "/c/4711", std::nullopt), "");
 }
 
 }  // namespace
