@@ -184,10 +184,10 @@ Shape fit_gang(const Gang& gang, const Capacity& c, std::string_view partition) 
 Tasks one_task_per_gpu(const Gang& gang, const Shape& shape) {
   Tasks t;
   const std::uint32_t per_node = std::max<std::uint32_t>(shape.gpus_per_node, 1);
-  if (gang.elastic || shape.nodes_min != shape.nodes_max) {
-    t.per_node = per_node;
-    return t;
-  }
+  // A node range gets no task count: a requeued job keeps the count of its first run,
+  // which would then pin it to that many nodes. Its steps lay the tasks out (srun
+  // --ntasks-per-node).
+  if (gang.elastic || shape.nodes_min != shape.nodes_max) return t;
   t.total = std::min(std::max<std::uint32_t>(gang.gpus, 1), per_node * shape.nodes_min);
   if (*t.total == per_node * shape.nodes_min) t.per_node = per_node;
   return t;

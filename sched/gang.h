@@ -86,9 +86,9 @@ Shape fit_gang(const Gang& gang, const Capacity& capacity, std::string_view part
 // The summary the job comment starts with, e.g. "dl: 16 GPUs as 2x8, preemptible",
 // "dl: 4 GPUs as 4x1 spread", "dl: 8-32 GPUs as 1-4x8, elastic".
 // The ranks of a gang: one task per GPU (as torchrun's --nproc-per-node=gpu and
-// Determined's slots do), unless the user laid the tasks out. `total` is unset for a
-// node range (elastic): Slurm multiplies per_node by the nodes it gives; a gang of 3 on
-// 2x2 whole nodes runs 3 ranks (2 + 1), so it has a total and no per_node.
+// Determined's slots do), unless the user laid the tasks out. A node range (elastic)
+// gets neither (its steps choose); a gang of 3 on 2x2 whole nodes runs 3 ranks (2 + 1),
+// so it has a total and no per_node.
 struct Tasks {
   std::optional<std::uint32_t> per_node;  // unset when the GPUs do not fill every node
   std::optional<std::uint32_t> total;
