@@ -9,7 +9,7 @@
 // Input: as ckpt_reader_fuzzer (records of a 4-byte little-endian length and the bytes:
 // manifest.json, then the shards by rank); the seeds are the same real checkpoints.
 // libhdf5 itself is not instrumented: a crash inside it shows as a SEGV with libhdf5
-// frames, not a sanitizer report of ours (see SECURITY.d/a.md).
+// frames, not a sanitizer report of ours (see SECURITY.md, "The checkpoint files").
 #include <dl/ckpt.h>
 #include <fcntl.h>
 #include <unistd.h>
