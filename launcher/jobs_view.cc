@@ -47,23 +47,23 @@ std::string phase_word(JobPhase p) {
   return format_status(s);
 }
 
-std::string local_clock(SystemTime t) {
+enum class Zone { local, utc };
+
+std::string format_time(SystemTime t, const char* format, Zone zone) {
   const std::time_t tt = std::chrono::system_clock::to_time_t(t);
   std::tm tm{};
-  localtime_r(&tt, &tm);
+  if (zone == Zone::utc) {
+    gmtime_r(&tt, &tm);
+  } else {
+    localtime_r(&tt, &tm);
+  }
   char buf[32];
-  std::strftime(buf, sizeof buf, "%H:%M", &tm);
+  std::strftime(buf, sizeof buf, format, &tm);
   return buf;
 }
 
-std::string iso_utc(SystemTime t) {
-  const std::time_t tt = std::chrono::system_clock::to_time_t(t);
-  std::tm tm{};
-  gmtime_r(&tt, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
+std::string local_clock(SystemTime t) { return format_time(t, "%H:%M", Zone::local); }
+std::string iso_utc(SystemTime t) { return format_time(t, "%Y-%m-%dT%H:%M:%SZ", Zone::utc); }
 
 std::chrono::seconds whole_seconds(SystemTime::duration d) {
   return std::chrono::duration_cast<std::chrono::seconds>(d);
