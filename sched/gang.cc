@@ -189,7 +189,9 @@ Tasks one_task_per_gpu(const Gang& gang, const Shape& shape) {
   // --ntasks-per-node).
   if (gang.elastic || shape.nodes_min != shape.nodes_max) return t;
   t.total = std::min(std::max<std::uint32_t>(gang.gpus, 1), per_node * shape.nodes_min);
-  if (*t.total == per_node * shape.nodes_min) t.per_node = per_node;
+  // On one node the total says it all; a per-node count there kept slurmctld from
+  // preempting for the job (sched.bats, "within a tier").
+  if (shape.nodes_min > 1 && *t.total == per_node * shape.nodes_min) t.per_node = per_node;
   return t;
 }
 

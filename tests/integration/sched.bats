@@ -220,21 +220,6 @@ preempted_by_high() {
   wait_queue_empty
 }
 
-@test "a plain job and a DL job without --dl-preemptible in low are both preempted by a job in high" {
-  scontrol update PartitionName=low GraceTime=3
-  grep -q '^PreemptType=preempt/dl' "$SLURM_CONF"
-  preempted_by_high plain
-  preempted_by_high dl
-  # The same plain jobs under preempt/partition_prio, which select/cons_tres treats
-  # specially by its name: the site that moves to preempt/dl sees the same.
-  cp "$SLURM_CONF" "$BATS_TEST_TMPDIR/slurm.conf.saved"
-  touch "$BATS_TEST_TMPDIR/restart-ctld"
-  sed -i 's|^PreemptType=.*|PreemptType=preempt/partition_prio|' "$SLURM_CONF"
-  "$DL_ROOT/scripts/minicluster" restart-ctld
-  scontrol update PartitionName=low GraceTime=3
-  preempted_by_high plain
-}
-
 @test "within a tier, a new job preempts a preemptible DL job that has had far more GPU service" {
   # One level per doubling of GPU-seconds (instead of GPU-hours), so that a few
   # seconds on 8 GPUs are worth more than the margin (25000 points: five levels).
@@ -303,4 +288,20 @@ preempted_by_high() {
   [ "$status" -eq 1 ]
   grep -q "SPANK environment has 2002 entries" "$log"
   [ "$(squeue -h -o %i | grep -vc "^$ok$")" -eq 0 ]
+}
+
+# Last in this file: it restarts slurmctld twice (another PreemptType and back).
+@test "a plain job and a DL job without --dl-preemptible in low are both preempted by a job in high" {
+  scontrol update PartitionName=low GraceTime=3
+  grep -q '^PreemptType=preempt/dl' "$SLURM_CONF"
+  preempted_by_high plain
+  preempted_by_high dl
+  # The same plain jobs under preempt/partition_prio, which select/cons_tres treats
+  # specially by its name: the site that moves to preempt/dl sees the same.
+  cp "$SLURM_CONF" "$BATS_TEST_TMPDIR/slurm.conf.saved"
+  touch "$BATS_TEST_TMPDIR/restart-ctld"
+  sed -i 's|^PreemptType=.*|PreemptType=preempt/partition_prio|' "$SLURM_CONF"
+  "$DL_ROOT/scripts/minicluster" restart-ctld
+  scontrol update PartitionName=low GraceTime=3
+  preempted_by_high plain
 }

@@ -124,12 +124,13 @@ rank0_pid() {
 @test "torch 3: killed with kill -9 while it saves, it resumes from the previous checkpoint and ends equal" {
   reference
   name=$(unique_name kill)
-  dir=$(dirname "$SLURM_CONF")/ckpt/$(id -un)/$name
   job=$(submit_train -J "$name" -p low -N2 --dl-gpus=2 --dl-ckpt-every=2s --dl-max-restarts=3)
+  # The job's own checkpoint directory: <root>/<user>/<job id>.
+  dir=$(dirname "$SLURM_CONF")/ckpt/$(id -un)/$job
   wait_until 180 '[ "$(grep -c "checkpoint step .* at epoch" out.txt)" -ge 2 ]'
   pid=$(rank0_pid)
   # Rank 0 writes the shard of the next periodic checkpoint (and would then commit it).
-  wait_until 60 'partial=$(find "$dir" -name "shard-00000-*.partial" | head -n 1); [ -n "$partial" ]'
+  wait_until 60 'partial=$(find "$dir" -name "shard-00000-*.partial.*" | head -n 1); [ -n "$partial" ]'
   kill -KILL "$pid"
   killed=$(echo "$partial" | grep -o 'step-[0-9]*' | head -n 1 | sed 's/step-0*//')
   wait_state "$job" COMPLETED 300

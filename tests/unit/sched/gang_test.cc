@@ -183,6 +183,10 @@ TEST(Gang, OneTaskPerGpuUnlessTheUserLaidThemOut) {
   const auto t4 = one_task_per_gpu(four, shape_gang(four, c));
   EXPECT_EQ(t4.per_node, 2u);
   EXPECT_EQ(t4.total, 4u);
+  const Gang two{2, Placement::pack, std::nullopt, std::nullopt};
+  const auto t2 = one_task_per_gpu(two, shape_gang(two, c));
+  EXPECT_EQ(t2.total, 2u);
+  EXPECT_FALSE(t2.per_node) << "one node: the total is the layout";
   const Gang three{3, Placement::pack, std::nullopt, std::nullopt};
   const auto t3 = one_task_per_gpu(three, shape_gang(three, c));
   EXPECT_EQ(t3.total, 3u) << "a GPU the gang does not use gets no rank";
