@@ -263,6 +263,11 @@ Policy parse_policy(std::string_view name) {
 std::string_view to_string(Policy policy) { return policy == Policy::dl ? "dl" : "fifo-backfill"; }
 
 struct Simulator::Impl {
+  // The pending jobs a backfill pass looks at, highest priority first (bf_max_job_test).
+  std::vector<std::uint32_t> backfill_order() const;
+  // reach[k]: the longest limit among the jobs from the k-th on that fit in the free GPUs
+  // now; a reservation beginning later cannot change what a pass starts.
+  std::vector<double> reach_of(const std::vector<std::uint32_t>& order) const;
   Options o;
   std::vector<Job> jobs;  // in submit order
   std::vector<std::uint32_t> free;
@@ -675,21 +680,14 @@ struct Simulator::Impl {
       releases.emplace_back(std::max(jobs[r].est_end, now + 1), jobs[r].hold);
     }
     Profile profile(now, o.bf_resolution_s, free_total, std::move(releases));
-    std::vector<std::uint32_t> order;
-    for (auto it = queue.begin(); it != queue.end() && order.size() < o.bf_depth; ++it) {
-      order.push_back(it->second);
-    }
+    const std::vector<std::uint32_t> order = backfill_order();
     // A reservation only matters to lower jobs that could start now, and only if it
     // begins within their run: jobs after the k-th that fit in the free GPUs run at
     // most `reach[k + 1]` seconds. Reservations that begin later (or all of them,
     // once no lower job fits) cannot change what this pass starts, so they are not
     // searched for.
     const auto need_of = [&](const Job& j) { return j.time_min.value_or(j.limit); };
-    std::vector<double> reach(order.size() + 1, 0);
-    for (std::size_t k = order.size(); k-- > 0;) {
-      const Job& j = jobs[order[k]];
-      reach[k] = std::max(reach[k + 1], j.hold <= free_total ? j.limit : 0.0);
-    }
+    const std::vector<double> reach = reach_of(order);
     std::optional<NodeReservation> top;
     for (std::size_t k = 0; k < order.size(); ++k) {
       if (reach[k] == 0 || free_total == 0) return;
@@ -763,18 +761,11 @@ struct Simulator::Impl {
       } while (e < n && releases[e].t > end_time + window);
       k = e;
     }
-    std::vector<std::uint32_t> order;
-    for (auto it = queue.begin(); it != queue.end() && order.size() < o.bf_depth; ++it) {
-      order.push_back(it->second);
-    }
+    const std::vector<std::uint32_t> order = backfill_order();
     // As in backfill_pass(): reservations that begin after every lower job that could
     // start now would end cannot change what this pass starts.
     const auto need_of = [&](const Job& j) { return j.time_min.value_or(j.limit); };
-    std::vector<double> reach(order.size() + 1, 0);
-    for (std::size_t k = order.size(); k-- > 0;) {
-      const Job& j = jobs[order[k]];
-      reach[k] = std::max(reach[k + 1], j.hold <= free_total ? j.limit : 0.0);
-    }
+    const std::vector<double> reach = reach_of(order);
     struct Resv {
       double begin, end;
       std::vector<std::uint32_t> nodes;
@@ -958,5 +949,22 @@ Simulator::Decision Simulator::decide() const {
 std::size_t Simulator::pending() const { return impl_->queue.size(); }
 
 std::size_t Simulator::running() const { return impl_->running.size(); }
+
+std::vector<std::uint32_t> Simulator::Impl::backfill_order() const {
+  std::vector<std::uint32_t> order;
+  for (auto it = queue.begin(); it != queue.end() && order.size() < o.bf_depth; ++it) {
+    order.push_back(it->second);
+  }
+  return order;
+}
+
+std::vector<double> Simulator::Impl::reach_of(const std::vector<std::uint32_t>& order) const {
+  std::vector<double> reach(order.size() + 1, 0);
+  for (std::size_t k = order.size(); k-- > 0;) {
+    const Job& j = jobs[order[k]];
+    reach[k] = std::max(reach[k + 1], j.hold <= free_total ? j.limit : 0.0);
+  }
+  return reach;
+}
 
 }  // namespace dl::sim
