@@ -161,7 +161,8 @@ check_against_reference() {
 @test "e2e 3: kill -9 of one rank restarts the job from its last periodic checkpoint" {
   ref=$(reference 600)
   job=$(start_with_periodic_checkpoints kill 600)
-  pkill -KILL -n -x dp_trainer
+  wait_until 60 '[ -n "$(job_pids "$job" dp_trainer)" ]'
+  kill -KILL "$(job_pids "$job" dp_trainer | tail -n 1)"
   wait_state "$job" COMPLETED 240
   grep -q 'killed by signal 9 (Killed): stopping all ranks' out.txt
   [ "$(job_field "$job" Restarts)" = 1 ]

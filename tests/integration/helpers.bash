@@ -48,4 +48,14 @@ wait_until() {
 }
 
 # The job's comment (it contains spaces, so job_field does not do).
+# The PIDs of the processes named $2 that belong to job $1 (by the SLURM_JOB_ID in their
+# environment), oldest first: other clusters on this host run the same programs.
+job_pids() {
+  local pid
+  for pid in $(pgrep -x "$2"); do
+    tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null | grep -qx "SLURM_JOB_ID=$1" && echo "$pid"
+  done
+  return 0
+}
+
 job_comment() { scontrol show job "$1" | sed -n 's/^ *Comment=//p'; }
