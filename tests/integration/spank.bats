@@ -217,6 +217,14 @@ EOF
   rm -rf "$ckpt_root/dltest" /home/dltest/victim.out
 }
 
+@test "slurmd says, when it loads the plugin, that the default checkpoint root is not shared" {
+  # The mini-cluster's root is a directory on this machine's own disk (statfs type).
+  for n in n1 n2 n3 n4; do
+    [ "$(grep -c "error: dl: default_ckpt_root $ckpt_root is on [a-z0-9/]*, a \(node-local file system\|file system not known to be shared\): a job requeued onto other nodes will not find its checkpoints there" \
+      "$mcdir/log/slurmd-$n.log")" -ge 1 ]
+  done
+}
+
 @test "sbatch, srun and salloc --help list every option with its help" {
   for cmd in sbatch srun salloc; do
     run $cmd --help
