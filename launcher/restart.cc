@@ -114,7 +114,7 @@ std::string missing_checkpoint_warning(std::optional<std::int64_t> recorded, con
   return fmt::format(
       "job {} had checkpoint step {} in {} (its restart history or job comment says so), but {} "
       "has {}: {}. The checkpoint root is probably not shared between the nodes (see "
-      "spank_dl(8), shared_ckpt_root), or the checkpoint was removed",
+      "spank_dl(8), shared_ckpt_root), or the checkpoint was removed or is unusable",
       job, *recorded, dir, dir,
       own_newest ? fmt::format("only step {}", *own_newest) : std::string("none"),
       resumed ? fmt::format("resuming step {}", *resumed)

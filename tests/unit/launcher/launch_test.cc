@@ -562,7 +562,7 @@ TEST(Restart, AMissingCheckpointIsNamed) {
             "job 4711 had checkpoint step 1200 in /c/4711 (its restart history or job comment "
             "says so), but /c/4711 has none: starting from step 0, as a new run. The checkpoint "
             "root is probably not shared between the nodes (see spank_dl(8), shared_ckpt_root), "
-            "or the checkpoint was removed");
+            "or the checkpoint was removed or is unusable");
   EXPECT_NE(missing_checkpoint_warning(1200, "4711", "/c/4711", 1100, 1100)
                 .find("but /c/4711 has only step 1100: resuming step 1100."),
             std::string::npos);
