@@ -342,6 +342,30 @@ preempted_by_high() {
   [ "$(job_state "$pending")" = PENDING ]
 }
 
+# Issue 12, item 11: slurmctld killed (SIGKILL) while site_factor/dl saves its ledger
+# every second (a running job's service changes at every sample) always finds a copy
+# that parses when it starts again. tests/unit/sched/state_file_test.cc kills a saving
+# process at finer instants.
+@test "slurmctld killed with SIGKILL at random instants of the ledger's saves restores a ledger every time" {
+  site_params interval=1s
+  log=$(sed -n 's/^SlurmctldLogFile=//p' "$SLURM_CONF")
+  pidfile=$(sed -n 's/^SlurmctldPidFile=//p' "$SLURM_CONF")
+  running=$(submit -o /dev/null --dl-gpus=2 --wrap 'sleep 300')
+  wait_state "$running" RUNNING 30
+  sleep 2 # a save or two
+  for delay in 0.4 1.1 1.7 2.3 0.9; do
+    restored=$(grep -c 'dl: site_factor: service of [0-9]* jobs restored' "$log")
+    kill -9 "$(cat "$pidfile")"
+    wait_until 30 '! scontrol ping | grep -q "is UP"'
+    slurmctld -f "$SLURM_CONF"
+    wait_until 30 'scontrol ping | grep -q "is UP"'
+    # One copy parsed, with a job in it. (The job's own fate is Slurm's: slurmctld killed
+    # before saving its job state may no longer know it runs.)
+    [ "$(grep -c 'dl: site_factor: service of [1-9][0-9]* jobs restored' "$log")" -gt "$restored" ]
+    sleep "$delay"
+  done
+}
+
 # Last in this file: it restarts slurmctld twice (another PreemptType and back).
 @test "a plain job and a DL job without --dl-preemptible in low are both preempted by a job in high" {
   scontrol update PartitionName=low GraceTime=3
