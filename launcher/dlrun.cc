@@ -243,6 +243,7 @@ int run(int argc, char** argv) {
   resume.kind =
       getenv_or("DL_CKPT_DIR_DEFAULT", "") == "1" ? CkptDirKind::site_default : CkptDirKind::chosen;
   if (job.job) resume.own_job = job.job->to_string();
+  resume.job = job.job;
   if (spec) resume.resume_from = spec->resume_from;
   Bootstrap boot = bootstrap(job.node, resume);
   set_log_prefix(boot.layout.rank, job.node);

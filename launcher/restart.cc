@@ -106,15 +106,19 @@ std::string resume_message(const ResumeCandidate& c) {
                      c.writer.empty() ? std::string("an unknown job") : c.writer);
 }
 
-std::string missing_checkpoint_warning(const RestartHistory& history, const std::string& job,
+std::string missing_checkpoint_warning(std::optional<std::int64_t> recorded, const std::string& job,
                                        const std::string& dir,
-                                       std::optional<std::int64_t> newest_found) {
-  if (!history.ckpt || (newest_found && *newest_found >= *history.ckpt)) return "";
+                                       std::optional<std::int64_t> own_newest,
+                                       std::optional<std::int64_t> resumed) {
+  if (!recorded || (resumed && *resumed >= *recorded)) return "";
   return fmt::format(
-      "job {}'s restart history has checkpoint step {} in {}, but {} has {}: the checkpoint "
-      "root is probably not shared between nodes (or the checkpoint was removed)",
-      job, *history.ckpt, dir, dir,
-      newest_found ? fmt::format("only step {}", *newest_found) : std::string("none"));
+      "job {} had checkpoint step {} in {} (its restart history or job comment says so), but {} "
+      "has {}: {}. The checkpoint root is probably not shared between the nodes (see "
+      "spank_dl(8), shared_ckpt_root), or the checkpoint was removed or is unusable",
+      job, *recorded, dir, dir,
+      own_newest ? fmt::format("only step {}", *own_newest) : std::string("none"),
+      resumed ? fmt::format("resuming step {}", *resumed)
+              : std::string("starting from step 0, as a new run"));
 }
 
 }  // namespace dl

@@ -78,10 +78,13 @@ std::string resume_refusal(const ResumeCandidate& c, CkptDirKind kind, const std
 // "resuming step 1200 from DIR/step-000001200, written by job 4711 (user alice, uid 1000)".
 std::string resume_message(const ResumeCandidate& c);
 
-// What to say when the job's history has a checkpoint but its directory has none (or
-// only older ones); empty when nothing is missing.
-std::string missing_checkpoint_warning(const RestartHistory& history, const std::string& job,
+// What to say when the job's records (`recorded`, see restart_state.h) have a newer
+// checkpoint than the run resumes: `own_newest` is the newest this job may resume in its
+// directory `dir`, `resumed` the step the run resumes (--dl-resume-from included).
+// Empty when nothing is missing.
+std::string missing_checkpoint_warning(std::optional<std::int64_t> recorded, const std::string& job,
                                        const std::string& dir,
-                                       std::optional<std::int64_t> newest_found);
+                                       std::optional<std::int64_t> own_newest,
+                                       std::optional<std::int64_t> resumed);
 
 }  // namespace dl

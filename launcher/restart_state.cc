@@ -9,6 +9,7 @@
 
 #include "core/error.h"
 #include "core/sysio.h"
+#include "launcher/jobs_view.h"
 
 namespace dl {
 namespace {
@@ -49,5 +50,14 @@ void write_history(const std::string& path, const RestartHistory& history) {
 }
 
 void remove_history(const std::string& path) { sys::remove_file(path); }
+
+std::optional<std::int64_t> recorded_checkpoint(const RestartHistory& history,
+                                                std::string_view job_comment) {
+  std::optional<std::int64_t> step = history.ckpt;
+  if (const auto status = parse_status(job_comment); status && status->ckpt_step) {
+    if (!step || *status->ckpt_step > *step) step = status->ckpt_step;
+  }
+  return step;
+}
 
 }  // namespace dl

@@ -2,7 +2,10 @@
 // its checkpoints, written by rank 0 before it requeues the job.
 #pragma once
 
+#include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
 
 #include "launcher/restart.h"
 
@@ -18,5 +21,12 @@ RestartHistory read_history(const std::string& path);
 void write_history(const std::string& path, const RestartHistory& history);
 
 void remove_history(const std::string& path);
+
+// The newest checkpoint step the job's own records know of: its restart history (a file
+// in the checkpoint directory) and the status line in its job comment ("ckpt 1200",
+// kept by slurmctld, so it outlives a checkpoint root that differs between nodes).
+// nullopt when neither says.
+std::optional<std::int64_t> recorded_checkpoint(const RestartHistory& history,
+                                                std::string_view job_comment);
 
 }  // namespace dl

@@ -12,6 +12,7 @@
 #include "core/log.h"
 #include "launcher/ckpt_module.h"
 #include "launcher/restart_state.h"
+#include "launcher/slurm_job.h"
 
 namespace dl {
 namespace {
@@ -56,6 +57,25 @@ dlrun_ckpt_newest_fn module_entry() {
   return entry;
 }
 
+// What the job's own records say its newest checkpoint was (restart.h).
+std::optional<std::int64_t> job_records_checkpoint(const ResumeRequest& r) {
+  RestartHistory history;
+  try {
+    history = read_history(history_path(r.ckpt_dir, r.own_job));
+  } catch (const std::exception& e) {
+    log(LogLevel::warning, "{}", e.what());
+  }
+  std::string comment;
+  if (r.job) {
+    try {
+      comment = slurm::load_job(*r.job).comment;
+    } catch (const std::exception& e) {
+      log(LogLevel::verbose, "{} (the job comment's checkpoint step is not known)", e.what());
+    }
+  }
+  return recorded_checkpoint(history, comment);
+}
+
 }  // namespace
 
 CheckLevel parse_check_level(const std::string& option, const std::string& text) {
@@ -85,30 +105,29 @@ std::optional<ResumePoint> newest_checkpoint(const std::string& ckpt_dir, CheckL
 
 std::optional<ResumePoint> choose_resume(const ResumeRequest& r) {
   std::optional<ResumePoint> found = newest_checkpoint(r.ckpt_dir, r.check);
-  if (!r.own_job.empty()) {
-    try {
-      const RestartHistory history = read_history(history_path(r.ckpt_dir, r.own_job));
-      const std::string missing = missing_checkpoint_warning(
-          history, r.own_job, r.ckpt_dir, found ? std::optional(found->step) : std::nullopt);
-      if (!missing.empty()) log(LogLevel::warning, "{}", missing);
-    } catch (const std::exception& e) {
-      log(LogLevel::warning, "{}", e.what());
-    }
-  }
   if (found) {
     const std::string refusal =
         resume_refusal({found->path, found->step, found->writer_job, found->writer}, r.kind,
                        r.own_job, r.ckpt_dir);
-    if (refusal.empty()) return found;
-    log(LogLevel::warning, "{}", refusal);
-    found.reset();
+    if (!refusal.empty()) {
+      log(LogLevel::warning, "{}", refusal);
+      found.reset();
+    }
   }
-  if (r.resume_from.empty()) return std::nullopt;
-  found = newest_checkpoint(r.resume_from, r.check);
-  if (!found) {
-    throw SystemError(fmt::format(
-        "--dl-resume-from={}: no checkpoint there that verifies, and {} has none of this job's",
-        r.resume_from, r.ckpt_dir));
+  const std::optional<std::int64_t> own_newest = found ? std::optional(found->step) : std::nullopt;
+  if (!found && !r.resume_from.empty()) {
+    found = newest_checkpoint(r.resume_from, r.check);
+    if (!found) {
+      throw SystemError(fmt::format(
+          "--dl-resume-from={}: no checkpoint there that verifies, and {} has none of this job's",
+          r.resume_from, r.ckpt_dir));
+    }
+  }
+  if (!r.own_job.empty()) {
+    const std::string missing =
+        missing_checkpoint_warning(job_records_checkpoint(r), r.own_job, r.ckpt_dir, own_newest,
+                                   found ? std::optional(found->step) : std::nullopt);
+    if (!missing.empty()) log(LogLevel::error, "{}", missing);
   }
   return found;
 }

@@ -9,6 +9,7 @@
 
 #include "core/deadline.h"
 #include "launcher/restart.h"
+#include "launcher/slurm_job.h"
 
 namespace dl {
 
@@ -43,11 +44,15 @@ struct ResumeRequest {
   CkptDirKind kind = CkptDirKind::chosen;
   std::string own_job;      // "4711" or "100_3"; empty outside Slurm
   std::string resume_from;  // --dl-resume-from: a checkpoint directory, or empty
+  // Where its comment is read (the newest checkpoint an earlier run reported); nullopt
+  // outside Slurm.
+  std::optional<slurm::JobRef> job;
 };
 
 // The newest checkpoint of `r.ckpt_dir` this job may resume (see resume_refusal; a
-// refused one is logged as a warning), else the newest in `r.resume_from`. Warns when
-// the job's restart history has a newer checkpoint than the directory. Throws
+// refused one is logged as a warning), else the newest in `r.resume_from`. Logs an error
+// when the job's records (its restart history, its job comment) have a newer checkpoint
+// than the one it resumes; the run still starts (see missing_checkpoint_warning). Throws
 // dl::SystemError when `r.resume_from` is needed and holds no checkpoint that verifies.
 std::optional<ResumePoint> choose_resume(const ResumeRequest& r);
 

@@ -18,6 +18,10 @@ namespace {
 constexpr std::uint32_t kNoVal = 0xfffffffe;
 
 struct StepState {
+  // Why this step must not run (the checks below failed), or empty. Refused in
+  // task_init: a failing init_post_opt makes slurmd drain the node ("batch job complete
+  // failure"), so another user who plants a link in a job's path would take nodes out.
+  std::string refusal;
   std::optional<Spec> spec;
   bool default_dir = false;             // the plugin chose spec->ckpt_dir
   std::vector<std::string> ckpt_roots;  // with "~" expanded
@@ -45,7 +49,9 @@ void set_task_env(spank_t sp, const std::string& name, const std::string& value)
 
 }  // namespace
 
-int slurmstepd_post_opt(spank_t sp) {
+namespace {
+
+void check_step(spank_t sp) {
   uid_t uid = 0;
   if (spank_get_item(sp, S_JOB_UID, &uid) != ESPANK_SUCCESS) {
     throw SystemError("couldn't get the job's uid");
@@ -56,7 +62,7 @@ int slurmstepd_post_opt(spank_t sp) {
   step().spec = make_spec(
       raw_options(), [sp](const std::string& name) { return job_getenv(sp, name); }, site_config(),
       home);
-  if (!step().spec) return 0;
+  if (!step().spec) return;
   Spec& spec = *step().spec;
   const std::string user = user_name_of(uid);
   step().default_dir = spec.ckpt_dir.empty();
@@ -87,10 +93,25 @@ int slurmstepd_post_opt(spank_t sp) {
   // pass through another user's or a shared-writable directory (see private_dir.h).
   check_private_path(spec.ckpt_dir, step().ckpt_roots, uid);
   if (!spec.resume_from.empty()) check_private_path(spec.resume_from, step().ckpt_roots, uid);
+}
+
+}  // namespace
+
+int slurmstepd_post_opt(spank_t sp) {
+  step().refusal.clear();
+  try {
+    check_step(sp);
+  } catch (const std::exception& e) {
+    step().refusal = e.what();
+    // In slurmd's log, for the site; the job's own output gets it from task_init.
+    log(LogLevel::error, "{}", step().refusal);
+  }
   return 0;
 }
 
 int slurmstepd_task_init(spank_t sp) {
+  // Logged by the guard in the task, whose stderr is the job's: the user sees why.
+  if (!step().refusal.empty()) throw InputError(step().refusal);
   // A job that asked for nothing of slurm-dl stays an ordinary Slurm job: no DL_*
   // variable, no directory.
   if (!step().spec) return 0;

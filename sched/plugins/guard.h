@@ -6,24 +6,15 @@
 #include <exception>
 
 #include "sched/plugins/slurmctld_api.h"
+#include "sched/scoped_lock.h"
 
 namespace dl::sched {
 
 // Routes dl::log() to slurmctld's log (error/info/verbose/debug). Idempotent.
 void install_log_sink();
 
-// slurmctld's locks, held for a scope: released on every way out of it, an exception
-// included (a leaked lock stops the whole controller).
-class SlurmctldLock {
- public:
-  explicit SlurmctldLock(slurmctld_lock_t levels) : levels_(levels) { lock_slurmctld(levels_); }
-  ~SlurmctldLock() { unlock_slurmctld(levels_); }
-  SlurmctldLock(const SlurmctldLock&) = delete;
-  SlurmctldLock& operator=(const SlurmctldLock&) = delete;
-
- private:
-  slurmctld_lock_t levels_;
-};
+// slurmctld's locks, held for a scope (sched/scoped_lock.h).
+using SlurmctldLock = ScopedLock<slurmctld_lock_t, lock_slurmctld, unlock_slurmctld>;
 
 template <typename Result, typename Body>
 Result guarded(const char* hook, Result on_error, Body&& body) noexcept {

@@ -77,6 +77,25 @@ field_values() { grep -o "$1=[^ ]*" "${2:-out.txt}" | cut -d= -f2 | sort -u; }
   [[ $(job_comment "$job") =~ ^dl:\ no\ GPUs\ \|\ COMPLETED\ step\ 149 ]]
 }
 
+@test "a checkpoint directory emptied before the requeue: dlrun names the directory and the lost step" {
+  # As on a node whose checkpoint root is not the one the first run wrote to: the next
+  # run finds neither the checkpoints nor the restart history beside them. The job
+  # comment, which slurmctld keeps, still says which step the job had.
+  name=$(unique_name lost)
+  job=$(submit -J "$name" -N1 --requeue --dl-grace=30s -o out.txt --open-mode=append --wrap "
+    if [ \"\${SLURM_RESTART_COUNT:-0}\" = 1 ]; then rm -rf \"\$DL_CKPT_DIR\"/step-* \"\$DL_CKPT_DIR\"/.dlrun-*; fi
+    srun --mpi=pmix $DLRUN --status-interval=1s $TRAINER --steps 80 --step-ms 50")
+  wait_until 60 'grep -q "RUNNING step" out.txt'
+  scancel --signal=TERM "$job"
+  wait_state "$job" COMPLETED 120
+  step=$(grep ' checkpoint rank=0 ' out.txt | grep -o 'step=[0-9]*' | cut -d= -f2)
+  [ -n "$step" ]
+  dir=$(dirname "$SLURM_CONF")/ckpt/$(id -un)/$job
+  grep -qF "[rank 0@n1] dlrun: error: job $job had checkpoint step $step in $dir (its restart history or job comment says so), but $dir has none: starting from step 0, as a new run" out.txt
+  grep -q "start rank=0 world=1 restart=1 resume=none " out.txt
+  grep -q 'done rank=0 step=80' out.txt
+}
+
 @test "a preempting job: the victim checkpoints in its grace time, requeues itself and resumes" {
   scontrol update PartitionName=low GraceTime=30
   name=$(unique_name preempt)
@@ -243,6 +262,25 @@ open(path, "wb").write(data)
     else
       [ "$(job_field "${array}_$t" Restarts)" = 0 ]
     fi
+  done
+}
+
+@test "two array tasks of one script, both requeued: each resumes its own checkpoint and dlrun names the writer" {
+  array=$(submit --array=0-1 -N1 --requeue --dl-grace=30s -o 'out.%a' --open-mode=append \
+    --wrap "srun --mpi=pmix $DLRUN $TRAINER --steps 100 --step-ms 50")
+  wait_until 60 'grep -q "start rank=0" out.0 && grep -q "start rank=0" out.1'
+  scancel --signal=TERM "${array}_0" "${array}_1"
+  for t in 0 1; do wait_state "${array}_$t" COMPLETED 120; done
+  root=$(dirname "$SLURM_CONF")/ckpt/$(id -un)
+  for t in 0 1; do
+    [ "$(job_field "${array}_$t" Restarts)" = 1 ]
+    step=$(grep ' checkpoint rank=0 ' "out.$t" | grep -o 'step=[0-9]*' | cut -d= -f2)
+    [ "$(echo "$step" | wc -l)" -eq 1 ]
+    resume=$(printf '%s/%s_%s/step-%09d' "$root" "$array" "$t" "$step")
+    grep -qF "dlrun: resuming step $step from $resume, written by array task ${array}_$t (user $(id -un)" "out.$t"
+    grep -q "start rank=0 world=1 restart=1 resume=$resume first_step=$((step + 1))" "out.$t"
+    ! grep -q "resume=$root/${array}_$((1 - t))/" "out.$t"
+    grep -q 'done rank=0 step=100' "out.$t"
   done
 }
 

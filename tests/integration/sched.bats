@@ -11,6 +11,11 @@ setup() {
   wait_queue_empty
 }
 teardown() {
+  # A test that stopped slurmctld and failed before starting it again.
+  if ! scontrol ping 2>/dev/null | grep -q 'is UP'; then
+    slurmctld -f "$SLURM_CONF"
+    wait_until 30 'scontrol ping | grep -q "is UP"'
+  fi
   cancel_all
   if [ -f "$BATS_TEST_TMPDIR/slurm.conf.saved" ]; then
     cp "$BATS_TEST_TMPDIR/slurm.conf.saved" "$SLURM_CONF"
@@ -288,6 +293,77 @@ preempted_by_high() {
   [ "$status" -eq 1 ]
   grep -q "SPANK environment has 2002 entries" "$log"
   [ "$(squeue -h -o %i | grep -vc "^$ok$")" -eq 0 ]
+}
+
+# Issue 12, item 10: site_factor/dl's sampler thread is stopped and joined in fini. A
+# joinable std::thread destroyed at exit aborts slurmctld (std::terminate), a thread left
+# running while slurmctld unloads the plugin crashes it, a leaked slurmctld lock hangs
+# its shutdown. slurmctld runs in the foreground here so that its exit status is seen.
+@test "slurmctld stopped with SIGTERM while site_factor/dl samples every second exits 0, and comes back" {
+  site_params interval=1s
+  state=$(sed -n 's/^StateSaveLocation=//p' "$SLURM_CONF")
+  log=$(sed -n 's/^SlurmctldLogFile=//p' "$SLURM_CONF")
+  pidfile=$(sed -n 's/^SlurmctldPidFile=//p' "$SLURM_CONF")
+  running=$(submit -o /dev/null --dl-gpus=2 --wrap 'sleep 300')
+  pending=$(submit -o /dev/null --dl-gpus=2 --begin=now+3600 --wrap true)
+  wait_state "$running" RUNNING 30
+  stop_ctld() {
+    local p=$1 deadline=$((SECONDS + 30))
+    kill -TERM "$p"
+    while kill -0 "$p" 2>/dev/null; do
+      if [ $SECONDS -ge $deadline ]; then
+        echo "slurmctld $p still running 30 s after SIGTERM" >&2
+        kill -9 "$p"
+        return 1
+      fi
+      sleep 0.1
+    done
+  }
+  stop_ctld "$(cat "$pidfile")"
+  for delay in 1.3 2.1 3.7; do
+    slurmctld -D -f "$SLURM_CONF" >ctld.out 2>&1 &
+    pid=$!
+    wait_until 30 'scontrol ping | grep -q "is UP"'
+    sleep "$delay" # a sample or more, then SIGTERM wherever the sampler is
+    stop_ctld "$pid"
+    rc=0
+    wait "$pid" || rc=$?
+    cat ctld.out
+    [ "$rc" -eq 0 ]
+    ! grep -qi 'terminate called\|abort\|segfault' ctld.out
+    # The ledger was saved and restored, the jobs carry on.
+    grep -q "dl: site_factor: service of [0-9]* jobs restored from $state/site_factor_dl.state" "$log"
+  done
+  ! grep -q 'dl: site_factor: sampling:' "$log"
+  slurmctld -f "$SLURM_CONF"
+  wait_until 30 'scontrol ping | grep -q "is UP"'
+  "$DL_ROOT/scripts/minicluster" restart-ctld
+  [ "$(job_state "$running")" = RUNNING ]
+  [ "$(job_state "$pending")" = PENDING ]
+}
+
+# Issue 12, item 11: slurmctld killed (SIGKILL) while site_factor/dl saves its ledger
+# every second (a running job's service changes at every sample) always finds a copy
+# that parses when it starts again. tests/unit/sched/state_file_test.cc kills a saving
+# process at finer instants.
+@test "slurmctld killed with SIGKILL at random instants of the ledger's saves restores a ledger every time" {
+  site_params interval=1s
+  log=$(sed -n 's/^SlurmctldLogFile=//p' "$SLURM_CONF")
+  pidfile=$(sed -n 's/^SlurmctldPidFile=//p' "$SLURM_CONF")
+  running=$(submit -o /dev/null --dl-gpus=2 --wrap 'sleep 300')
+  wait_state "$running" RUNNING 30
+  sleep 2 # a save or two
+  for delay in 0.4 1.1 1.7 2.3 0.9; do
+    restored=$(grep -c 'dl: site_factor: service of [0-9]* jobs restored' "$log")
+    kill -9 "$(cat "$pidfile")"
+    wait_until 30 '! scontrol ping | grep -q "is UP"'
+    slurmctld -f "$SLURM_CONF"
+    wait_until 30 'scontrol ping | grep -q "is UP"'
+    # One copy parsed, with a job in it. (The job's own fate is Slurm's: slurmctld killed
+    # before saving its job state may no longer know it runs.)
+    [ "$(grep -c 'dl: site_factor: service of [1-9][0-9]* jobs restored' "$log")" -gt "$restored" ]
+    sleep "$delay"
+  done
 }
 
 # Last in this file: it restarts slurmctld twice (another PreemptType and back).

@@ -217,6 +217,73 @@ EOF
   rm -rf "$ckpt_root/dltest" /home/dltest/victim.out
 }
 
+@test "slurmd says, when it loads the plugin, that the default checkpoint root is not shared" {
+  # The mini-cluster's root is a directory on this machine's own disk (statfs type).
+  for n in n1 n2 n3 n4; do
+    [ "$(grep -c "error: dl: default_ckpt_root $ckpt_root is on [a-z0-9/]*, a \(node-local file system\|file system not known to be shared\): a job requeued onto other nodes will not find its checkpoints there" \
+      "$mcdir/log/slurmd-$n.log")" -ge 1 ]
+  done
+}
+
+# Node n$1 is not drained (a failing init_post_opt used to drain it: "batch job complete
+# failure", so a planted link would take nodes away from everyone).
+node_up() { [[ ! $(sinfo -h -n "n$1" -o %T) =~ drain ]]; }
+
+@test "dlother plants a link or a directory at <root>/dltest between submit and run: the job fails naming it, the node stays up" {
+  cd /home/dltest
+  rm -rf "$ckpt_root/dltest" /home/dlother/plant
+  runuser -u dlother -- mkdir -m 0755 /home/dlother/plant
+  for plant in link dir; do
+    rm -f /home/dltest/swap.out
+    # Nothing to refuse at submit time: <root>/dltest does not exist yet.
+    job=$(as_dltest sbatch --parsable --hold -w n1 --dl-gpus=1 -o /home/dltest/swap.out \
+      --wrap 'echo ran; touch "$DL_CKPT_DIR/ran"')
+    if [ $plant = link ]; then
+      runuser -u dlother -- ln -s /home/dlother/plant "$ckpt_root/dltest"
+      why="$ckpt_root/dltest is a symbolic link (owner dlother (uid $(id -u dlother))); refusing to follow it"
+    else
+      runuser -u dlother -- mkdir -m 0755 "$ckpt_root/dltest"
+      why="$ckpt_root/dltest belongs to dlother (uid $(id -u dlother)), not to the job's user dltest"
+    fi
+    scontrol release "$job"
+    wait_state "$job" FAILED 60
+    grep -qF "error: dl: slurm_spank_task_init: $why" /home/dltest/swap.out
+    ! grep -q '^ran' /home/dltest/swap.out
+    [ -z "$(ls -A /home/dlother/plant)" ]
+    [ ! -L "$ckpt_root/dltest" ] || [ "$(readlink "$ckpt_root/dltest")" = /home/dlother/plant ]
+    [ "$(stat -c %U "$ckpt_root/dltest")" = dlother ]
+    node_up 1
+    rm -rf "$ckpt_root/dltest"
+  done
+  rm -rf /home/dlother/plant /home/dltest/swap.out
+}
+
+@test "dlother swaps <root>/dltest for a link to a planted checkpoint between two runs: the next run is refused, nothing read or written there" {
+  cd /home/dltest
+  rm -rf "$ckpt_root/dltest" /home/dlother/plant
+  job=$(as_dltest sbatch --parsable -w n1 --requeue --dl-gpus=1 -o /home/dltest/runs.out \
+    --open-mode=append --wrap 'echo "run ${SLURM_RESTART_COUNT:-0}"; ls "$DL_CKPT_DIR"; touch "$DL_CKPT_DIR/ran-${SLURM_RESTART_COUNT:-0}"')
+  wait_state "$job" COMPLETED 60
+  [ -e "$ckpt_root/dltest/$job/ran-0" ]
+  scontrol requeuehold "$job"
+  wait_state "$job" PENDING 60
+  # The site's clean-up (or another node's root) leaves <root>/dltest free; dlother takes
+  # the name, with a checkpoint of its own for the job's directory.
+  rm -rf "$ckpt_root/dltest"
+  runuser -u dlother -- mkdir -p -m 0755 "/home/dlother/plant/$job/step-000000100"
+  runuser -u dlother -- sh -c "echo planted >/home/dlother/plant/$job/step-000000100/manifest.json"
+  runuser -u dlother -- ln -s /home/dlother/plant "$ckpt_root/dltest"
+  before=$(find /home/dlother/plant -printf '%p %s %T@\n' | sort)
+  scontrol release "$job"
+  wait_state "$job" FAILED 60
+  grep -qF "error: dl: slurm_spank_task_init: $ckpt_root/dltest is a symbolic link (owner dlother (uid $(id -u dlother))); refusing to follow it" /home/dltest/runs.out
+  [ "$(grep -c '^run ' /home/dltest/runs.out)" -eq 1 ]
+  ! grep -q 'step-000000100' /home/dltest/runs.out
+  [ "$(find /home/dlother/plant -printf '%p %s %T@\n' | sort)" = "$before" ]
+  node_up 1
+  rm -rf "$ckpt_root/dltest" /home/dlother/plant /home/dltest/runs.out
+}
+
 @test "sbatch, srun and salloc --help list every option with its help" {
   for cmd in sbatch srun salloc; do
     run $cmd --help

@@ -558,13 +558,32 @@ TEST(Restart, ADefaultDirectoryResumesOnlyTheJobsOwnCheckpoints) {
 }
 
 TEST(Restart, AMissingCheckpointIsNamed) {
-  const RestartHistory h{0, 0, 1200};
-  EXPECT_EQ(missing_checkpoint_warning(h, "4711", "/c/4711", std::nullopt),
-            "job 4711's restart history has checkpoint step 1200 in /c/4711, but /c/4711 has none: "
-            "the checkpoint root is probably not shared between nodes (or the checkpoint was "
-            "removed)");
-  EXPECT_EQ(missing_checkpoint_warning(h, "4711", "/c/4711", 1200), "");
-  EXPECT_EQ(missing_checkpoint_warning({}, "4711", "/c/4711", std::nullopt), "");
+  EXPECT_EQ(missing_checkpoint_warning(1200, "4711", "/c/4711", std::nullopt, std::nullopt),
+            "job 4711 had checkpoint step 1200 in /c/4711 (its restart history or job comment "
+            "says so), but /c/4711 has none: starting from step 0, as a new run. The checkpoint "
+            "root is probably not shared between the nodes (see spank_dl(8), shared_ckpt_root), "
+            "or the checkpoint was removed or is unusable");
+  EXPECT_NE(missing_checkpoint_warning(1200, "4711", "/c/4711", 1100, 1100)
+                .find("but /c/4711 has only step 1100: resuming step 1100."),
+            std::string::npos);
+  EXPECT_EQ(missing_checkpoint_warning(1200, "4711", "/c/4711", 1200, 1200), "");
+  EXPECT_EQ(missing_checkpoint_warning(std::nullopt, "4711", "/c/4711", std::nullopt, std::nullopt),
+            "");
+  // A run that continued another job's (--dl-resume-from) and wrote none of its own.
+  EXPECT_EQ(missing_checkpoint_warning(100, "4711", "/c/4711", std::nullopt, 100), "");
+}
+
+// Issue 12, item 3: the job comment is kept by slurmctld, so it still knows the
+// checkpoint when the restart history was lost with the directory.
+TEST(Restart, TheJobCommentRecordsTheCheckpointToo) {
+  EXPECT_EQ(recorded_checkpoint({}, ""), std::nullopt);
+  EXPECT_EQ(recorded_checkpoint({}, "dl: 2 GPUs as 2x1"), std::nullopt);
+  EXPECT_EQ(recorded_checkpoint({}, "dl | REQUEUED step 57, ckpt 50 (3s ago): stop requested"), 50);
+  EXPECT_EQ(recorded_checkpoint({0, 0, 40}, "dl: no GPUs | REQUEUED step 57, ckpt 50 (3s ago)"),
+            50);
+  EXPECT_EQ(recorded_checkpoint({0, 0, 60}, "dl: no GPUs | REQUEUED step 57, ckpt 50 (3s ago)"),
+            60);
+  EXPECT_EQ(recorded_checkpoint({0, 0, 60}, "dl | RUNNING step 5, no checkpoint yet"), 60);
 }
 
 }  // namespace
