@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <csignal>
 
 #include "ckpt/names.h"
 #include "core/error.h"
@@ -152,6 +153,21 @@ void Coordinator::want(bool stop, const std::string& why, Steady::time_point now
 }
 
 void Coordinator::round_reports_complete(Steady::time_point now) {
+  // No rank's program has reported a step: none uses the client API (or none has got to
+  // its first step), so none will ever report a checkpoint done. Unless the checkpoint
+  // signal stops the programs (--ckpt-signal=TERM: they save what they keep and exit),
+  // waiting out the grace time cannot save anything: the run ends now.
+  if (round_->stop() && round_->target() < 0 && options_.ckpt_signal != SIGTERM &&
+      round_->outstanding() > 0) {
+    log(LogLevel::info,
+        "{}: no rank's program reports steps through the client API, so none can "
+        "checkpoint now; ending the run without waiting for the grace time",
+        round_why_);
+    const std::string why = round_why_;
+    round_.reset();
+    end_run(RunEnd::stopped, kExitRequeued, why, now);
+    return;
+  }
   Message m;
   m.kind = MsgKind::target;
   m.seq = round_->seq();

@@ -41,7 +41,6 @@ constexpr int kOwnedSignals[] = {SIGTERM, SIGINT, SIGUSR1, SIGUSR2, SIGCONT, SIG
 const char* unusable_request_signal(int sig) {
   switch (sig) {
     case SIGUSR1: return "NCCL uses SIGUSR1";
-    case SIGTERM:
     case SIGINT:
     case SIGUSR2:
     case SIGCONT:

@@ -4,6 +4,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/signalfd.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -158,6 +159,14 @@ class Supervisor {
   std::optional<int> end_code_;  // END received: stop the program, then exit with this
   Steady::time_point kill_at_;
   bool killed_ = false;
+  bool got_sigterm_ = false;  // Slurm's SIGTERM: with --ckpt-signal=TERM the program has it
+
+  // Whether the program gets --ckpt-signal when a round's step is agreed. SIGTERM stops
+  // it, so only in a round that ends the run, and not again after Slurm's own.
+  bool wants_ckpt_signal(bool stop_round) const {
+    if (options_.ckpt_signal == SIGTERM) return stop_round && !got_sigterm_;
+    return options_.ckpt_signal != 0;
+  }
   Steady::time_point hangup_deadline_;
 
   // Rank != 0: the connection to rank 0.
@@ -329,7 +338,10 @@ void Supervisor::start_program() {
   spec.argv = options_.command;
   spec.env = apply_env(inherited_.env, changes);
   spec.pass_fds = inherited_.fds;
-  spec.ignored_signals = {SIGTERM, SIGINT, SIGUSR1, SIGUSR2};
+  spec.ignored_signals = {SIGINT, SIGUSR1, SIGUSR2};
+  // --ckpt-signal=TERM: the program stops on SIGTERM as it would without dlrun (Slurm's
+  // own reaches it), saving what it keeps in its handler, if it has one.
+  if (options_.ckpt_signal != SIGTERM) spec.ignored_signals.push_back(SIGTERM);
   const bool tty = isatty(STDOUT_FILENO) || isatty(STDERR_FILENO);
   spec.capture_output = options_.prefix_output && !tty;
   spec.own_process_group = !isatty(STDIN_FILENO);
@@ -399,7 +411,7 @@ void Supervisor::handle(const Message& m) {
       page.target_step.store(m.step, std::memory_order_release);
       page.stopping.store(m.flag ? 1 : 0, std::memory_order_release);
       page.target_seq.store(static_cast<std::int64_t>(m.seq), std::memory_order_release);
-      if (program_ && options_.ckpt_signal != 0) program_->signal(options_.ckpt_signal);
+      if (program_ && wants_ckpt_signal(m.flag)) program_->signal(options_.ckpt_signal);
       break;
     case MsgKind::stop_after: page.stopping.store(1, std::memory_order_release); break;
     case MsgKind::end: end_program(m.code, m.text); break;
@@ -438,6 +450,7 @@ void Supervisor::on_signal(int sig) {
     case SIGUSR2:
     case SIGUSR1: {
       const bool stop = sig != SIGUSR1;
+      if (sig == SIGTERM) got_sigterm_ = true;
       log(LogLevel::verbose, "got {}: asking for a checkpoint{}", signal_name(sig),
           stop ? " and a requeue" : "");
       Message m;
@@ -459,6 +472,17 @@ void Supervisor::on_program_exit(int status) {
     return;
   }
   if (status != 0) log(LogLevel::info, "program {}", how);
+  if (options_.ckpt_signal == SIGTERM && !got_sigterm_ && WIFSIGNALED(status) &&
+      WTERMSIG(status) == SIGTERM) {
+    // Slurm's SIGTERM reached the program before dlrun read its own: the job is being
+    // stopped, which rank 0 must know before the exit (not a failure).
+    got_sigterm_ = true;
+    Message want;
+    want.kind = MsgKind::want;
+    want.flag = true;
+    want.text = signal_name(SIGTERM);
+    send_up(want);
+  }
   Message m;
   m.kind = MsgKind::exit;
   m.code = exit_code_of(status);

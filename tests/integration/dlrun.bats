@@ -316,7 +316,7 @@ open(path, "wb").write(data)
   run "$DLRUN" --ckpt-signal=USR1 true
   [ "$status" -eq 2 ]
   [ "$output" = "dlrun: --ckpt-signal=USR1: NCCL uses SIGUSR1; choose another, e.g. URG" ]
-  run "$DLRUN" --ckpt-signal=TERM true
+  run "$DLRUN" --ckpt-signal=INT true
   [ "$status" -eq 2 ]
   [[ $output =~ "Slurm sends it to every process of the step" ]]
 }
