@@ -24,7 +24,7 @@ struct Page {
   std::uint32_t magic;
   std::uint32_t version;
   std::uint32_t size;
-  std::uint32_t reserved;
+  std::atomic<std::uint32_t> attached;  // the program's: 1 once a client API is loaded
   // Written by dlrun.
   std::atomic<std::int64_t> request_seq;  // +1 when a checkpoint round starts
   std::atomic<std::int64_t> target_seq;   // = request_seq once its step is agreed
@@ -42,12 +42,12 @@ struct Page {
 
 static_assert(std::atomic<std::int64_t>::is_always_lock_free,
               "the page is shared between processes: its atomics must be lock-free");
-static_assert(offsetof(Page, request_seq) == 16 && offsetof(Page, target_seq) == 24 &&
-                  offsetof(Page, target_step) == 32 && offsetof(Page, stopping) == 40 &&
-                  offsetof(Page, step) == 48 && offsetof(Page, frozen_seq) == 56 &&
-                  offsetof(Page, done_step) == 64 && offsetof(Page, done_seq) == 72 &&
-                  offsetof(Page, metrics_seq) == 80 && offsetof(Page, metrics_step) == 88 &&
-                  offsetof(Page, metrics) == 96,
+static_assert(offsetof(Page, attached) == 12 && offsetof(Page, request_seq) == 16 &&
+                  offsetof(Page, target_seq) == 24 && offsetof(Page, target_step) == 32 &&
+                  offsetof(Page, stopping) == 40 && offsetof(Page, step) == 48 &&
+                  offsetof(Page, frozen_seq) == 56 && offsetof(Page, done_step) == 64 &&
+                  offsetof(Page, done_seq) == 72 && offsetof(Page, metrics_seq) == 80 &&
+                  offsetof(Page, metrics_step) == 88 && offsetof(Page, metrics) == 96,
               "the layout is shared with python/slurm_dl/_channel.py");
 static_assert(sizeof(Page) <= kSize);
 

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -23,6 +24,29 @@
 
 namespace dl {
 namespace {
+
+// A program that loads this library uses the client API: on a preemption dlrun waits
+// for its checkpoint (see dlrun(1)). Marked when the library is loaded, before the
+// program's first verb; errors are left to that verb, which reports them.
+__attribute__((constructor)) void mark_attached() {
+  const char* path = std::getenv("DL_CLIENT_FILE");
+  if (path == nullptr || *path == '\0') return;
+  const int fd = ::open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+  if (fd < 0) return;
+  struct stat st {};
+  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+      st.st_size >= static_cast<off_t>(channel::kSize)) {
+    void* p = ::mmap(nullptr, channel::kSize, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (p != MAP_FAILED) {
+      auto* page = static_cast<channel::Page*>(p);
+      if (page->magic == channel::kMagic && page->version == channel::kVersion) {
+        page->attached.store(1, std::memory_order_release);
+      }
+      ::munmap(p, channel::kSize);
+    }
+  }
+  ::close(fd);
+}
 
 using channel::Page;
 

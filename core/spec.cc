@@ -14,7 +14,6 @@ namespace {
 using std::chrono::seconds;
 
 constexpr seconds kDay{86400};
-constexpr const char* kSpecMarker = "DL_SPEC_VERSION";
 constexpr const char* kSpecVersion = "1";
 
 // Where a value came from: "--dl-gpus" for an option, "DL_GPUS" for a variable.

@@ -99,6 +99,9 @@ std::optional<Spec> make_spec(const RawOptions& raw, const EnvLookup& env, const
 // InputError on malformed values; nullopt when no DL_GPUS/DL_* spec is present.
 std::optional<Spec> spec_from_env(const EnvLookup& env);
 
+// The variable every DL job's tasks (and its batch script) have, and only they.
+inline constexpr const char* kSpecMarker = "DL_SPEC_VERSION";
+
 // The job a default checkpoint directory belongs to: "<array job id>_<task id>" for an
 // array task, the job id for any other job. Slurm keeps it across requeues, and no
 // other job (another array task, a resubmission of the same script) has it.

@@ -34,6 +34,11 @@ bool CheckpointRound::reports_complete() const {
 
 std::int64_t CheckpointRound::target() const { return agree_on_step(reports_); }
 
+bool CheckpointRound::no_client_api() const {
+  return std::all_of(reports_.begin(), reports_.end(),
+                     [](const StepReport& r) { return r.step == kNoClientApi; });
+}
+
 void CheckpointRound::done(std::uint32_t rank) {
   if (rank < done_.size()) done_[rank] = true;
 }
@@ -42,7 +47,7 @@ void CheckpointRound::exited(std::uint32_t rank) {
   if (rank >= done_.size()) return;
   if (!reported_[rank]) {
     reported_[rank] = true;
-    reports_[rank] = StepReport{};
+    reports_[rank] = StepReport{false, kNoClientApi};
   }
   done_[rank] = true;
 }

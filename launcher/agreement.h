@@ -19,9 +19,13 @@
 
 namespace dl {
 
+// A rank's step when its program has not loaded a client API (dl/client.h, slurm_dl):
+// it will never report a step or a checkpoint.
+inline constexpr std::int64_t kNoClientApi = -2;
+
 struct StepReport {
   bool frozen = false;     // the program waits at `step` for the target
-  std::int64_t step = -1;  // its last reported step; -1: it never reported one
+  std::int64_t step = -1;  // its last reported step; -1: none yet; kNoClientApi
 };
 
 // The smallest step no rank can have passed without knowing the target: a frozen rank
@@ -45,6 +49,9 @@ class CheckpointRound {
   bool reports_complete() const;
   // Valid once reports_complete().
   std::int64_t target() const;
+  // Valid once reports_complete(): no rank's program can checkpoint (none loaded a
+  // client API, or it exited).
+  bool no_client_api() const;
 
   // Phase 4. A rank whose program exited counts as reported and done.
   void done(std::uint32_t rank);

@@ -10,6 +10,7 @@
 
 #include "core/error.h"
 #include "core/parse.h"
+#include "launcher/agreement.h"
 
 namespace dl {
 namespace {
@@ -113,7 +114,8 @@ Message parse_message(std::string_view line) {
     case MsgKind::step:
       m.seq = number(1, UINT64_MAX);
       m.flag = flag(2);
-      m.step = step(3);
+      // A rank's step may also say that its program has no client API.
+      m.step = words[3] == "-2" ? kNoClientApi : step(3);
       break;
     case MsgKind::done:
       m.seq = number(1, UINT64_MAX);

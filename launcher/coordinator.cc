@@ -153,15 +153,14 @@ void Coordinator::want(bool stop, const std::string& why, Steady::time_point now
 }
 
 void Coordinator::round_reports_complete(Steady::time_point now) {
-  // No rank's program has reported a step: none uses the client API (or none has got to
-  // its first step), so none will ever report a checkpoint done. Unless the checkpoint
-  // signal stops the programs (--ckpt-signal=TERM: they save what they keep and exit),
-  // waiting out the grace time cannot save anything: the run ends now.
-  if (round_->stop() && round_->target() < 0 && options_.ckpt_signal != SIGTERM &&
+  // No rank's program loaded a client API, so none will ever report a checkpoint done.
+  // Unless the checkpoint signal stops the programs (--ckpt-signal=TERM: they save what
+  // they keep and exit), waiting out the grace time cannot save anything: the run ends.
+  if (round_->stop() && round_->no_client_api() && options_.ckpt_signal != SIGTERM &&
       round_->outstanding() > 0) {
     log(LogLevel::info,
-        "{}: no rank's program reports steps through the client API, so none can "
-        "checkpoint now; ending the run without waiting for the grace time",
+        "{}: no rank's program uses the client API, so none can checkpoint now; "
+        "ending the run without waiting for the grace time",
         round_why_);
     const std::string why = round_why_;
     round_.reset();

@@ -17,6 +17,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "core/signals.h"
+#include "launcher/agreement.h"
 #include "launcher/channel_file.h"
 #include "launcher/control.h"
 #include "launcher/coordinator.h"
@@ -621,7 +622,9 @@ void Supervisor::tick(Steady::time_point now) {
   }
   if (program_ && round_ && !round_->answered) {
     const channel::Page& page = channel_->page();
-    const std::int64_t step = page.step.load(std::memory_order_acquire);
+    const std::int64_t step = page.attached.load(std::memory_order_acquire) == 0
+                                  ? kNoClientApi
+                                  : page.step.load(std::memory_order_acquire);
     const bool frozen =
         page.frozen_seq.load(std::memory_order_acquire) == static_cast<std::int64_t>(round_->seq);
     // A program that never reported a step does not use the client API: no wait.

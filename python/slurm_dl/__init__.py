@@ -33,6 +33,9 @@ import time
 
 from . import _channel, _journal
 
+if os.environ.get("DL_CLIENT_FILE"):
+    _channel.mark_attached(os.environ["DL_CLIENT_FILE"])
+
 __all__ = [
     "should_checkpoint",
     "report_step",

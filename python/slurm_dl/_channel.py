@@ -8,6 +8,7 @@ import ctypes
 import fcntl
 import mmap
 import os
+import struct
 import threading
 
 MAGIC = 0x31434C44  # "DLC1" in file order
@@ -16,6 +17,7 @@ SIZE = 4096
 METRICS_BYTES = 1024
 
 # Offsets, as static_assert'ed in client/channel.h.
+ATTACHED = 12  # 32 bits
 REQUEST_SEQ = 16
 TARGET_SEQ = 24
 TARGET_STEP = 32
@@ -27,6 +29,24 @@ DONE_SEQ = 72
 METRICS_SEQ = 80
 METRICS_STEP = 88
 METRICS = 96
+
+
+def mark_attached(path):
+    """Tells dlrun that this program uses the client API (importing slurm_dl does this):
+    on a preemption dlrun then waits for its checkpoint. Errors are left to the first
+    verb, which reports them."""
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return
+    try:
+        with mmap.mmap(fd, SIZE, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE) as page:
+            if struct.unpack_from("=II", page, 0) == (MAGIC, VERSION):
+                struct.pack_into("=I", page, ATTACHED, 1)
+    except (OSError, ValueError):
+        pass
+    finally:
+        os.close(fd)
 
 
 class Channel:

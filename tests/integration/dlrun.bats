@@ -304,6 +304,22 @@ open(path, "wb").write(data)
   [ "$(echo "$output" | grep -o 'mpi rank=[0-7]' | sort -u | wc -l)" -eq 8 ]
 }
 
+@test "srun dlrun without --mpi: steps of DL jobs get PMIx (cli_filter/dl), other steps keep MpiDefault" {
+  # An srun with a --dl-* option, and an srun inside a DL job's allocation.
+  run run_srun -N2 --dl-gpus=2 "$DLRUN" --no-prefix sh -c 'echo "rank=$RANK of $WORLD_SIZE"'
+  [ "$status" -eq 0 ]
+  [ "$(echo "$output" | grep -c '^rank=[01] of 2$')" -eq 2 ]
+  job=$(submit -N2 --dl-gpus=2 -o out.txt --wrap "srun $DLRUN --no-prefix sh -c 'echo rank=\$RANK'")
+  wait_state "$job" COMPLETED 60
+  [ "$(grep -c '^rank=[01]$' out.txt)" -eq 2 ]
+  # Ordinary steps, and a DL step whose user chose another MPI type, are left alone.
+  run run_srun -N1 sh -c 'echo "pmix=${PMIX_RANK:-none}"'
+  [ "$output" = "pmix=none" ]
+  run run_srun -N1 --dl-gpus=1 --mpi=none "$DLRUN" true
+  [ "$status" -ne 0 ]
+  [[ $output =~ "dlrun: this task has no PMIx server (srun ran without --mpi=pmix)" ]]
+}
+
 @test "outside srun, or without PMIx, dlrun fails at once with the command line that works" {
   run "$DLRUN" -v ./train.py --lr 0.1
   [ "$status" -eq 2 ]

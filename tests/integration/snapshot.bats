@@ -44,7 +44,7 @@ preempt() {
   took=$(preempt)
   echo "preemptor ran ${took}s after its submission (partition grace time 60s, --dl-grace 120s)"
   # dlrun ended the run itself (Slurm's requeue at the end of the grace time logs no such line).
-  grep -q "no rank's program reports steps through the client API, so none can checkpoint now; ending the run without waiting for the grace time" out.txt
+  grep -q "no rank's program uses the client API, so none can checkpoint now; ending the run without waiting for the grace time" out.txt
   grep -Eq "dlrun: requeued job $job" out.txt
   wait_state "$job" COMPLETED 240
   [ "$(job_field "$job" Restarts)" = 1 ]

@@ -324,6 +324,20 @@ TEST(Agreement, RoundCompletesWhenEveryRankIsDoneOrExited) {
   EXPECT_TRUE(r.stop());
 }
 
+TEST(Agreement, ARoundKnowsWhenNoProgramCanCheckpoint) {
+  CheckpointRound none(1, 2, true);
+  none.report(0, {false, kNoClientApi});
+  none.exited(1);  // an exited program cannot checkpoint either
+  EXPECT_TRUE(none.reports_complete());
+  EXPECT_TRUE(none.no_client_api());
+  EXPECT_EQ(none.target(), -1);
+  CheckpointRound starting(2, 2, true);
+  starting.report(0, {false, kNoClientApi});
+  starting.report(1, {false, -1});  // loaded the client API, no step yet: it will checkpoint
+  EXPECT_FALSE(starting.no_client_api());
+  EXPECT_EQ(agree_on_step({{false, kNoClientApi}, {true, 7}}), 7);
+}
+
 TEST(Status, ContractFormat) {
   Status s;
   s.step = 1200;
@@ -410,6 +424,7 @@ TEST(Control, EveryMessageRoundTrips) {
       make(MsgKind::want, 0, 0, -1, true, 0, "SIGTERM"),
       make(MsgKind::step, 0, 3, 1200, true, 0, ""),
       make(MsgKind::step, 0, 3, -1, false, 0, ""),
+      make(MsgKind::step, 0, 3, kNoClientApi, false, 0, ""),
       make(MsgKind::done, 0, 3, 1201, false, 0, ""),
       make(MsgKind::exit, 0, 0, -1, false, 137, "killed by signal 9 (Killed)"),
       make(MsgKind::prepare, 0, 9, -1, false, 0, ""),
