@@ -352,9 +352,16 @@ preempted_by_high() {
   pidfile=$(sed -n 's/^SlurmctldPidFile=//p' "$SLURM_CONF")
   running=$(submit -o /dev/null --dl-gpus=2 --wrap 'sleep 300')
   wait_state "$running" RUNNING 30
-  sleep 2 # a save or two
+  # slurmctld saves its own job state at most every 5 s. Killed before a save that knows
+  # the running job, it forgets the job and hands the job's id to the next submission
+  # while the old job's steps still run on the nodes: the next test's job then failed at
+  # its first srun (CI). So the kills start once slurmctld's job state holds the job.
+  state=$(sed -n 's/^StateSaveLocation=//p' "$SLURM_CONF")
+  running_since=$(date +%s)
+  wait_until 30 "[ \$(stat -c %Y '$state/job_state') -gt $running_since ]"
+  sleep 2 # a save or two of the ledger
   for delay in 0.4 1.1 1.7 2.3 0.9; do
-    restored=$(grep -c 'dl: site_factor: service of [0-9]* jobs restored' "$log")
+    restored=$(grep -c 'dl: site_factor: service of [1-9][0-9]* jobs restored' "$log")
     kill -9 "$(cat "$pidfile")"
     wait_until 30 '! scontrol ping | grep -q "is UP"'
     slurmctld -f "$SLURM_CONF"
