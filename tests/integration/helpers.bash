@@ -6,8 +6,10 @@
 : "${DL_BUILD_DIR:?DL_BUILD_DIR is not set}"
 export SLURM_CONF
 
-# A bounded srun: a hang fails the test instead of stalling CI.
-run_srun() { timeout "${SRUN_TIMEOUT:-120}" srun "$@"; }
+# A bounded srun: a hang fails the test instead of stalling CI. Quiet: srun's own
+# informational lines (a step that waited for nodes still completing the previous test's
+# jobs says so) are not the program's output; its errors still show.
+run_srun() { timeout "${SRUN_TIMEOUT:-120}" srun --quiet "$@"; }
 
 # Submits a batch job and prints its id; extra arguments go to sbatch.
 submit() { sbatch --parsable "$@" | cut -d';' -f1; }
