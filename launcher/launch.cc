@@ -145,4 +145,20 @@ std::vector<std::string> apply_env(const std::vector<std::string>& base,
   return env;
 }
 
+std::vector<std::string> module_paths(std::string_view own_dir, std::string_view bindir,
+                                      std::string_view pkglibdir, std::string_view module) {
+  const std::string name(module);
+  std::vector<std::string> paths = {std::string(own_dir) + "/.libs/" + name};
+  // bindir starts with '/', so a match ends a whole path component.
+  const bool below_root = !bindir.empty() && bindir.front() == '/' &&
+                          own_dir.size() > bindir.size() &&
+                          own_dir.substr(own_dir.size() - bindir.size()) == bindir;
+  if (below_root) {
+    paths.push_back(std::string(own_dir.substr(0, own_dir.size() - bindir.size())) +
+                    std::string(pkglibdir) + "/" + name);
+  }
+  paths.push_back(std::string(pkglibdir) + "/" + name);
+  return paths;
+}
+
 }  // namespace dl

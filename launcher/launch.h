@@ -72,4 +72,12 @@ EnvChanges program_env(const TaskContext& task);
 // new variables appended.
 std::vector<std::string> apply_env(const std::vector<std::string>& base, const EnvChanges& changes);
 
+// Where dlrun, running from `own_dir`, looks for `module` (its checkpoint library), in
+// order: libtool's .libs beside it (a build tree); `pkglibdir` under the same root as
+// dlrun when `own_dir` is `bindir` below some root (a staged `make install
+// DESTDIR=ROOT`, or an installed tree copied elsewhere); `pkglibdir` itself. All paths
+// are absolute and as configured (no trailing slash).
+std::vector<std::string> module_paths(std::string_view own_dir, std::string_view bindir,
+                                      std::string_view pkglibdir, std::string_view module);
+
 }  // namespace dl

@@ -11,6 +11,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "launcher/ckpt_module.h"
+#include "launcher/launch.h"
 #include "launcher/restart_state.h"
 #include "launcher/slurm_job.h"
 
@@ -38,9 +39,10 @@ dlrun_ckpt_newest_fn module_entry() {
   static dlrun_ckpt_newest_fn entry = nullptr;
   static std::string why;
   std::call_once(once, [] {
-    // Next to dlrun in a build tree (libtool's .libs), else where `make install` put it.
-    const std::vector<std::string> candidates = {own_directory() + "/.libs/" + kModule,
-                                                 std::string(DL_PKGLIBDIR) + "/" + kModule};
+    // Next to dlrun in a build tree (libtool's .libs), else where `make install` put it
+    // (below the same root as dlrun first: a staged DESTDIR install).
+    const std::vector<std::string> candidates =
+        module_paths(own_directory(), DL_BINDIR, DL_PKGLIBDIR, kModule);
     for (const auto& path : candidates) {
       void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
       if (!handle) {

@@ -1,5 +1,6 @@
 #!/usr/bin/env bats
-# An administrator's install: `make install` puts every piece where what uses it looks.
+# An administrator's install: `make install` puts every piece where what uses it looks,
+# and a cluster runs the demo job from the installed files alone.
 
 load helpers
 
@@ -10,9 +11,10 @@ load helpers
   [ -n "$installed" ]
   # That directory, without DESTDIR, is on the interpreter's own sys.path ...
   /usr/bin/python3 -c 'import sys; sys.exit(0 if sys.argv[1] in sys.path else 1)' "$installed"
-  # ... so the installed copy imports with no PYTHONPATH, once it is really there.
+  # ... so the installed copy imports with no PYTHONPATH, once it is really there (the
+  # DESTDIR copy just before it: numpy and the rest still come from the directory itself).
   env -u PYTHONPATH /usr/bin/python3 -c 'import sys
-sys.path = [p if p != sys.argv[1] else sys.argv[2] + p for p in sys.path]
+sys.path = [q for p in sys.path for q in ([sys.argv[2] + p, p] if p == sys.argv[1] else [p])]
 import slurm_dl, slurm_dl.ckpt
 assert slurm_dl.__file__.startswith(sys.argv[2]), slurm_dl.__file__' "$installed" "$dest"
 }
@@ -31,4 +33,84 @@ assert slurm_dl.__file__.startswith(sys.argv[2]), slurm_dl.__file__' "$installed
   runuser -u dltest -- test -r "$copy/src/examples/train_ddp.py"
   runuser -u dltest -- test -x "$copy/src/scripts/minicluster"
   rm -rf "$copy"
+}
+
+teardown() {
+  if [ -n "${admin_top:-}" ]; then
+    "$admin_top/minicluster" down --dir "$admin_top/cluster" >/dev/null 2>&1 || true
+    rm -rf "$admin_top"
+  fi
+}
+
+# Issue 16, item 8: the admin's install, tested as an admin uses it.
+@test "an admin's make install runs the PyTorch example on a cluster that sees only the installed files" {
+  # The build is configured with the README's line (scripts/bootstrap uses it), so
+  # `make install DESTDIR=` of this build is exactly what an administrator installs.
+  readme_args=$(sed -n 's/.*`\.\/configure \(--prefix=[^`&]*\) && make && make install`.*/\1/p' "$DL_ROOT/README.md")
+  [ -n "$readme_args" ]
+  configured=" $("$DL_BUILD_DIR/config.status" --config) "
+  for arg in $readme_args; do [[ $configured == *" $arg "* ]]; done
+
+  # A fresh root; the cluster's directory and the minicluster script outside the source
+  # and build trees (munged must reach the directory).
+  admin_top=$(mktemp -d /var/tmp/dl-admin-install.XXXXXX)
+  chmod 0755 "$admin_top"
+  root=$admin_top/root dir=$admin_top/cluster
+  make -s -C "$DL_BUILD_DIR" install DESTDIR="$root" >/dev/null
+  cp "$DL_ROOT/scripts/minicluster" "$admin_top/minicluster"
+  port=$((${DL_MINICLUSTER_PORT_BASE:-16800} + 1100))
+  # Its daemons, and so its jobs and steps, see the source and build trees empty: a
+  # tmpfs over each in their own mount namespace.
+  unshare --mount --propagation private sh -c '
+    mc=$1 root=$2 dir=$3 port=$4
+    shift 4
+    cd /
+    for d; do [ -d "$d" ] && mount -t tmpfs -o size=64k,mode=0755 hidden "$d"; done
+    exec "$mc" up --installed "$root" --dir "$dir" --port-base "$port" --nodes 2' \
+    sh "$admin_top/minicluster" "$root" "$dir" "$port" "$DL_ROOT" "$DL_BUILD_DIR"
+  eval "$("$admin_top/minicluster" env --dir "$dir")"
+  ctld=$(cat "$dir/run/slurmctld.pid")
+  hidden() { nsenter --mount="/proc/$ctld/ns/mnt" --wd="$admin_top" "$@"; }
+  for d in "$DL_ROOT" "$DL_BUILD_DIR"; do [ -z "$(hidden sh -c 'ls -A "$1" 2>/dev/null' sh "$d")" ]; done
+
+  # Slurm's configuration names installed files only ...
+  run grep -e "$DL_ROOT" -e "$DL_BUILD_DIR" "$dir/slurm.conf" "$dir/plugstack.conf"
+  [ "$status" -eq 1 ]
+  plugins=$root/usr/lib/x86_64-linux-gnu/slurm-dl
+  # ... and slurmctld runs the installed controller plugins.
+  for p in job_submit_dl site_factor_dl preempt_dl; do grep -q " $plugins/$p.so$" "/proc/$ctld/maps"; done
+
+  # A step's dlrun, slurm_dl and libdlckpt, and the SPANK plugin in its slurmstepd, are
+  # the installed ones (no --mpi: cli_filter/dl chooses PMIx for a DL step).
+  run hidden timeout 60 srun -N1 --dl-gpus=1 sh -c 'command -v dlrun
+    /usr/bin/python3 -c "import slurm_dl, slurm_dl.ckpt as c
+c._lib()
+print(slurm_dl.__file__)
+print(*sorted({l.split()[-1] for l in open(\"/proc/self/maps\") if \"libdlckpt\" in l}))"
+    grep -o "/[^ ]*spank_dl.so" /proc/$PPID/maps | sort -u
+    echo "mpi=$SLURM_MPI_TYPE"'
+  echo "$output"
+  [ "$status" -eq 0 ]
+  [ "${lines[0]}" = "$root/usr/bin/dlrun" ]
+  [ "${lines[1]}" = "$root/usr/lib/python3/dist-packages/slurm_dl/__init__.py" ]
+  [ "${lines[2]}" = "$root/usr/lib/x86_64-linux-gnu/libdlckpt.so.0.0.0" ]
+  [ "${lines[3]}" = "$plugins/spank_dl.so" ]
+  [ "${lines[4]}" = "mpi=pmix" ]
+
+  # The demo job: the installed PyTorch example and its sbatch script, as installed, with
+  # a checkpoint every second (slurm_dl.torch and libdlckpt below ROOT write them).
+  examples=$root/usr/share/doc/slurm-dl/examples
+  job=$(hidden env TRAIN_DDP="$examples/train_ddp.py" sbatch --parsable -o "$admin_top/job.out" \
+    --dl-ckpt-every=1s "$examples/train_ddp.sbatch" --steps 30 --step-ms 100 --out "$admin_top/final.bin")
+  wait_state "$job" 'COMPLETED|FAILED|CANCELLED|TIMEOUT|NODE_FAIL' 120
+  cat "$admin_top/job.out"
+  job_comment "$job"
+  [ "$(job_state "$job")" = COMPLETED ]
+  grep -q '\] final step 29 loss' "$admin_top/job.out"
+  [ -s "$admin_top/final.bin" ]
+  [[ $(job_comment "$job") == "dl: 2 GPUs as 2x1"*"COMPLETED step 29, ckpt "* ]]
+  # The installed dl-ckpt verifies what the job wrote.
+  run hidden dl-ckpt verify "$dir/ckpt/root/$job"
+  echo "$output"
+  [ "$status" -eq 0 ]
 }

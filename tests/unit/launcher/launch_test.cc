@@ -601,5 +601,24 @@ TEST(Restart, TheJobCommentRecordsTheCheckpointToo) {
   EXPECT_EQ(recorded_checkpoint({0, 0, 60}, "dl | RUNNING step 5, no checkpoint yet"), 60);
 }
 
+// Issue 16, item 8: a dlrun installed with DESTDIR (or copied with its tree) loads the
+// checkpoint library installed beside it, not one that may be missing at the real path.
+TEST(ModulePaths, BuildTreeThenSameRootThenInstalledPath) {
+  using V = std::vector<std::string>;
+  EXPECT_EQ(module_paths("/src/build/launcher", "/usr/bin", "/usr/lib/x/slurm-dl", "m.so"),
+            (V{"/src/build/launcher/.libs/m.so", "/usr/lib/x/slurm-dl/m.so"}));
+  EXPECT_EQ(module_paths("/tmp/root/usr/bin", "/usr/bin", "/usr/lib/x/slurm-dl", "m.so"),
+            (V{"/tmp/root/usr/bin/.libs/m.so", "/tmp/root/usr/lib/x/slurm-dl/m.so",
+               "/usr/lib/x/slurm-dl/m.so"}));
+  // Installed for real: the root is "/" itself, nothing to add.
+  EXPECT_EQ(module_paths("/usr/bin", "/usr/bin", "/usr/lib/x/slurm-dl", "m.so"),
+            (V{"/usr/bin/.libs/m.so", "/usr/lib/x/slurm-dl/m.so"}));
+  // Only a whole trailing component matches.
+  EXPECT_EQ(module_paths("/opt/myusr/bin", "/usr/bin", "/usr/lib/m", "m.so"),
+            (V{"/opt/myusr/bin/.libs/m.so", "/usr/lib/m/m.so"}));
+  EXPECT_EQ(module_paths("/opt/bin", "", "/usr/lib/m", "m.so"),
+            (V{"/opt/bin/.libs/m.so", "/usr/lib/m/m.so"}));
+}
+
 }  // namespace
 }  // namespace dl
