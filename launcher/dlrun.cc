@@ -279,7 +279,8 @@ int run(int argc, char** argv) {
     log(LogLevel::verbose, "{}", launch.why);
     // Several ranks on one terminal: their lines are told apart by the prefix.
     options.capture_on_tty = launch.ranks > 1;
-    LocalStart local = start_local_ranks(launch.ranks, job.node, resume, inherited, signals);
+    LocalStart local = start_local_ranks(launch.ranks, job.node, resume, inherited, signals,
+                                         [&](std::uint32_t r) { set_log_prefix(r, job.node); });
     if (!local.bootstrap) return local.exit_code;  // the launcher: every rank has ended
     boot = std::move(*local.bootstrap);
   } else {

@@ -155,7 +155,8 @@ int wait_for_ranks(std::vector<Rank>& ranks, const UniqueFd& signals) {
 
 LocalStart start_local_ranks(std::uint32_t ranks, const std::string& node,
                              const ResumeRequest& resume, Inherited& inherited,
-                             const UniqueFd& signals) {
+                             const UniqueFd& signals,
+                             const std::function<void(std::uint32_t rank)>& in_rank) {
   std::vector<Channel> channels;
   for (std::uint32_t r = 0; r < ranks; ++r) channels.push_back(make_channel());
   const pid_t launcher = getpid();
@@ -173,6 +174,7 @@ LocalStart start_local_ranks(std::uint32_t ranks, const std::string& node,
       // A launcher that dies (even by SIGKILL) stops its ranks, which stop their programs.
       prctl(PR_SET_PDEATHSIG, SIGTERM);
       if (getppid() != launcher) raise(SIGTERM);
+      in_rank(r);
       LocalStart start;
       start.bootstrap = rank_bootstrap(r, ranks, node, resume, channels);
       // Only several ranks' output is read through pipes (for the prefix).

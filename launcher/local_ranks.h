@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 
@@ -32,8 +33,10 @@ struct LocalStart {
 // called while dlrun has no other thread (before anything starts one). Throws
 // dl::SystemError when a rank cannot be forked (the ranks already started are stopped
 // first) or, in a rank, when the rendezvous cannot be had.
+// `in_rank` is called first thing in each rank's process (e.g. for the log prefix).
 LocalStart start_local_ranks(std::uint32_t ranks, const std::string& node,
                              const ResumeRequest& resume, Inherited& inherited,
-                             const UniqueFd& signals);
+                             const UniqueFd& signals,
+                             const std::function<void(std::uint32_t rank)>& in_rank);
 
 }  // namespace dl

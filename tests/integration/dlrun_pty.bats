@@ -45,6 +45,10 @@ teardown_file() { rm -rf "$PTYDIR"; }
 
 setup() { SESSION=dlpty-$$-$BATS_TEST_NUMBER; }
 teardown() {
+  # What a failed test left behind (the leftovers of a broken launcher outlive the job).
+  if [ -n "${JOB:-}" ]; then
+    for pid in $(pty_pids dlrun) $(pty_pids python3); do kill -KILL "$pid" 2>/dev/null || true; done
+  fi
   tmux kill-session -t "$SESSION" 2>/dev/null || true
   runuser -u dltest -- env SLURM_CONF="$SLURM_CONF" scancel --quiet -u dltest 2>/dev/null || true
 }
@@ -168,4 +172,14 @@ start_pty() {
   [ "$(rc_of)" = 0 ]
   [ "$(screen | grep -E '^\[rank [01]@[^]]*\] allreduce ' | awk '{print $4, $5, $6}' |
     sort | tr '\n' ';')" = "0 2 3;1 2 3;" ] || { screen; false; }
+}
+
+@test "a one-task step whose rank 0 cannot choose the rendezvous: each rank says why, dlrun exits 1" {
+  # `; exit` keeps bash from exec'ing dlrun, which would make it the step's task.
+  run run_srun --dl-gpus=2 bash -c "SLURM_STEP_RESV_PORTS=bad $DL_BUILD_DIR/launcher/dlrun true; exit"
+  [ "$status" -eq 1 ]
+  why='SLURM_STEP_RESV_PORTS=bad: expected port ranges such as 12000-12003 or 12000-12001,12005'
+  [[ $output == *"[rank 0@"*"] dlrun: error: $why"* ]]
+  [[ $output == *"[rank 1@"*"] dlrun: error: rank 0 could not start: $why"* ]]
+  [[ $output == *"dlrun: the 2 local ranks have ended (rank 0 exited with 1, rank 1 exited with 1): exit code 1"* ]]
 }
