@@ -1,8 +1,10 @@
 #!/usr/bin/env bats
 # dlrun typed at the shell of `srun --pty --dl-gpus=2 bash`, driven through tmux as the
 # unprivileged user dltest: one rank per visible GPU on the node, with torchrun's
-# variables and rank-prefixed lines; Ctrl-C stops every rank and leaves no process; a
-# torch DDP program over gloo across the two local ranks.
+# variables and rank-prefixed lines, checkpoints and resume; Ctrl-C checkpoints (the
+# Python client's trainer) and stops every rank, leaving no process, as does a killed
+# launcher; a torch DDP program over gloo across the two local ranks; a rank 0 that
+# cannot start.
 
 load helpers
 
@@ -100,7 +102,7 @@ start_pty() {
   NODE=$(screen | sed -n 's/^job=[0-9]* node=\(.*\)/\1/p' | head -n 1)
 }
 
-@test "srun --pty --dl-gpus=2 bash: dlrun runs one rank per GPU; Ctrl-C stops every rank and leaves nothing" {
+@test "srun --pty --dl-gpus=2 bash: dlrun runs one rank per GPU; Ctrl-C checkpoints, stops every rank and leaves nothing" {
   start_pty
   type_line "$DL_BUILD_DIR/launcher/dlrun /usr/bin/python3 rank_env.py"
   wait_rc
@@ -134,22 +136,28 @@ start_pty() {
   [ "$(screen | grep -E '^\[rank [01]@[^]]*\] resume ' | awk '{print $4, $5}' | sort | tr '\n' ';')" = \
     "0 $ckpt_dir/step-000000005;1 $ckpt_dir/step-000000005;" ]
 
-  type_line "$DL_BUILD_DIR/launcher/dlrun /usr/bin/python3 forever.py"
-  wait_screen '^\[rank [01]@[^]]*\] ready ' 2 60
-  pids=$(screen | sed -n 's/^\[rank [01]@[^]]*\] ready [01] \([0-9]*\)$/\1/p')
+  # Ctrl-C during a run of the Python client's trainer: both ranks checkpoint at the same
+  # step, then every rank stops.
+  type_line "$DL_BUILD_DIR/launcher/dlrun /usr/bin/python3 $DL_ROOT/tests/integration/dlrun_trainer.py \
+    --steps 100000 --step-ms 20"
+  wait_screen '^\[rank [01]@[^]]*\] start rank=' 2 60
+  pids=$(pty_pids python3)
   [ "$(echo "$pids" | wc -l)" -eq 2 ]
   [ "$(pty_pids dlrun | wc -l)" -eq 3 ] # the launcher and one per rank
   tmux send-keys -t "$SESSION" C-c
   wait_rc 30
   # Stopped, not requeued (an interactive job cannot be): 143, said once by the launcher.
   [ "$(rc_of)" = 143 ]
-  screen | grep -q 'dlrun: SIGINT: the 2 local ranks have ended'
+  saved=$(screen | sed -n 's/^\[rank [01]@[^]]*\] checkpoint rank=\([01]\) step=\([0-9]*\)$/\1 \2/p')
+  [ "$(echo "$saved" | awk '{print $1}' | sort | tr '\n' ' ')" = "0 1 " ]
+  [ "$(echo "$saved" | awk '{print $2}' | sort -u | wc -l)" -eq 1 ]
+  screen | grep -q 'dlrun: SIGINT: the 2 local ranks have ended (rank 0 exited with 143, rank 1 exited with 143): exit code 143'
   for pid in $pids; do [ ! -e "/proc/$pid" ]; done
   [ -z "$(pty_pids dlrun)" ]
   [ -z "$(pty_pids python3)" ]
   # A launcher killed outright: its ranks get SIGTERM and stop their programs.
   type_line "$DL_BUILD_DIR/launcher/dlrun /usr/bin/python3 forever.py"
-  wait_screen '^\[rank [01]@[^]]*\] ready ' 4 60
+  wait_screen '^\[rank [01]@[^]]*\] ready ' 2 60
   launcher=""
   for pid in $(pty_pids dlrun); do
     ppid=$(awk '/^PPid:/ {print $2}' "/proc/$pid/status")
