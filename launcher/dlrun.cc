@@ -243,7 +243,12 @@ int run(int argc, char** argv) {
     job.node = host;
   }
   if (launch.mode == LaunchMode::local) {
-    set_log_prefix_text(fmt::format("[ranks 0-{}@{}] dlrun: ", launch.ranks - 1, job.node));
+    // The launcher speaks for all its ranks.
+    if (launch.ranks > 1) {
+      set_log_prefix_text(fmt::format("[ranks 0-{}@{}] dlrun: ", launch.ranks - 1, job.node));
+    } else {
+      set_log_prefix(0, job.node);
+    }
   } else {
     set_log_prefix(static_cast<std::uint32_t>(
                        parse_uint("PMIX_RANK", getenv_or("PMIX_RANK", "0"), 0, UINT32_MAX)),

@@ -145,9 +145,10 @@ int wait_for_ranks(std::vector<Rank>& ranks, const UniqueFd& signals) {
         fmt::format("{}rank {} {}", i == 0 ? "" : ", ", i, describe_wait_status(*ranks[i].status));
   }
   const int code = local_exit_code(codes);
+  const std::string who = ranks.size() == 1 ? std::string("the local rank has")
+                                            : fmt::format("the {} local ranks have", ranks.size());
   log(code == 0 && signalled.empty() ? LogLevel::verbose : LogLevel::info,
-      "{}the {} local ranks have ended ({}): exit code {}",
-      signalled.empty() ? "" : signalled + ": ", ranks.size(), how, code);
+      "{}{} ended ({}): exit code {}", signalled.empty() ? "" : signalled + ": ", who, how, code);
   return code;
 }
 
