@@ -65,7 +65,45 @@ NcclId nccl_id() {
   return id;
 }
 
+// Rank 0's choices, into `b`; on failure the rendezvous carries the error instead, so
+// that the other ranks learn why rather than wait. `master_addr` empty: the address
+// the other nodes reach. `nccl` and `resume` may hold results started early.
+void choose_as_rank0(Bootstrap& b, const std::string& node, const ResumeRequest& request,
+                     const std::string& master_addr, std::future<NcclId>& nccl,
+                     std::future<std::optional<ResumePoint>>& resume) {
+  Rendezvous& r = b.rendezvous;
+  try {
+    r.master_addr = master_addr.empty() ? choose_master_addr() : master_addr;
+    r.secret = new_step_secret();
+    // Only on the address the other ranks are told to connect to, not every address.
+    b.control = net::listen_on_any_port(r.master_addr);
+    r.control_port = b.control->port;
+    r.node = node;
+    r.master_port = choose_master_port(r.control_port);
+    NcclId id = nccl.valid() ? nccl.get() : nccl_id();
+    b.nccl = std::move(id.library);
+    r.nccl_id_hex = std::move(id.hex);
+    if (!request.ckpt_dir.empty()) {
+      b.resume = resume.valid() ? resume.get() : choose_resume(request);
+      if (b.resume) {
+        r.resume_from = b.resume->path;
+        r.resume_step = b.resume->step;
+      }
+    }
+  } catch (const std::exception& e) {
+    r = Rendezvous{};
+    r.error = e.what();
+  }
+}
+
 }  // namespace
+
+void choose_local_rendezvous(Bootstrap& b, const std::string& node, const ResumeRequest& request,
+                             const std::string& master_addr) {
+  std::future<NcclId> nccl;
+  std::future<std::optional<ResumePoint>> resume;
+  choose_as_rank0(b, node, request, master_addr, nccl, resume);
+}
 
 Bootstrap bootstrap(const std::string& node, const ResumeRequest& request) {
   const std::string& ckpt_dir = request.ckpt_dir;
@@ -91,31 +129,9 @@ Bootstrap bootstrap(const std::string& node, const ResumeRequest& request) {
   b.layout.local_world_size = pmix.local_size();
   b.layout.node_rank = pmix.node_id();
   if (b.layout.rank == 0) {
-    Rendezvous& r = b.rendezvous;
-    try {
-      r.master_addr = choose_master_addr();
-      r.secret = new_step_secret();
-      // Only on the address the other ranks are told to connect to, not every address.
-      b.control = net::listen_on_any_port(r.master_addr);
-      r.control_port = b.control->port;
-      r.node = node;
-      r.master_port = choose_master_port(r.control_port);
-      NcclId id = nccl.valid() ? nccl.get() : nccl_id();
-      b.nccl = std::move(id.library);
-      r.nccl_id_hex = std::move(id.hex);
-      if (!ckpt_dir.empty()) {
-        b.resume = resume.valid() ? resume.get() : choose_resume(request);
-        if (b.resume) {
-          r.resume_from = b.resume->path;
-          r.resume_step = b.resume->step;
-        }
-      }
-    } catch (const std::exception& e) {
-      // Still join the fence, so that the other ranks learn why instead of waiting.
-      r = Rendezvous{};
-      r.error = e.what();
-    }
-    pmix.put(kRendezvousKey, encode_rendezvous(r));
+    // Still joins the fence on failure, so that the other ranks learn why.
+    choose_as_rank0(b, node, request, "", nccl, resume);
+    pmix.put(kRendezvousKey, encode_rendezvous(b.rendezvous));
   }
   pmix.commit();
   pmix.fence();

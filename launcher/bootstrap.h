@@ -35,4 +35,12 @@ struct Bootstrap {
 // cannot be read).
 Bootstrap bootstrap(const std::string& node, const ResumeRequest& resume);
 
+// Rank 0's part of the bootstrap without PMIx, for ranks dlrun starts itself on one node
+// (launcher/local_ranks.h): the rendezvous on `master_addr` (its control port, a
+// MASTER_PORT from SLURM_STEP_RESV_PORTS or a free one, the NCCL id, the checkpoint to
+// resume from) into b.rendezvous, b.control, b.nccl and b.resume; on failure only
+// b.rendezvous.error, for the other ranks to report.
+void choose_local_rendezvous(Bootstrap& b, const std::string& node, const ResumeRequest& resume,
+                             const std::string& master_addr);
+
 }  // namespace dl

@@ -21,6 +21,8 @@
 #include "core/spec.h"
 #include "exp/trial.h"
 #include "launcher/bootstrap.h"
+#include "launcher/local_launch.h"
+#include "launcher/local_ranks.h"
 #include "launcher/program.h"
 #include "launcher/rank_log.h"
 #include "launcher/supervisor.h"
@@ -80,9 +82,13 @@ LogPrefix& log_prefix() {
   return *p;
 }
 
-void set_log_prefix(std::uint32_t rank, const std::string& node) {
+void set_log_prefix_text(std::string text) {
   std::lock_guard<std::mutex> lock(log_prefix().mutex);
-  log_prefix().text = rank_prefix(rank, node) + " dlrun: ";
+  log_prefix().text = std::move(text);
+}
+
+void set_log_prefix(std::uint32_t rank, const std::string& node) {
+  set_log_prefix_text(rank_prefix(rank, node) + " dlrun: ");
 }
 
 void install_log_sink(bool verbose) {
@@ -133,6 +139,25 @@ void require_pmix(int argc, char** argv) {
                           : "not started by srun with PMIx",
                args.c_str());
   std::exit(kExitUsage);
+}
+
+std::optional<std::int64_t> env_number(const char* name) {
+  const char* v = std::getenv(name);
+  if (!v || !*v) return std::nullopt;
+  return static_cast<std::int64_t>(parse_uint(name, v, 0, INT64_MAX));
+}
+
+// Where dlrun runs, for decide_launch().
+StepView step_view() {
+  StepView v;
+  v.in_step = std::getenv("SLURM_STEP_ID") != nullptr;
+  if (const auto n = env_number("SLURM_STEP_NUM_TASKS")) {
+    v.step_tasks = static_cast<std::uint32_t>(std::min<std::int64_t>(*n, UINT32_MAX));
+  }
+  v.task_pid = env_number("SLURM_TASK_PID");
+  v.self_pid = getpid();
+  if (const char* gpus = std::getenv("CUDA_VISIBLE_DEVICES")) v.visible_gpus = gpus;
+  return v;
 }
 
 std::chrono::milliseconds duration_option(const char* option, const std::string& text,
@@ -207,7 +232,8 @@ int run(int argc, char** argv) {
   options.prefix_output = !no_prefix;
   options.resume_check = parse_check_level("--resume-verify", resume_verify);
 
-  require_pmix(argc, argv);
+  const LaunchDecision launch = decide_launch(step_view());
+  if (launch.mode == LaunchMode::per_task) require_pmix(argc, argv);
 
   JobSettings job;
   job.node = getenv_or("SLURMD_NODENAME", "");
@@ -216,9 +242,18 @@ int run(int argc, char** argv) {
     gethostname(host, sizeof host - 1);
     job.node = host;
   }
-  set_log_prefix(static_cast<std::uint32_t>(
-                     parse_uint("PMIX_RANK", getenv_or("PMIX_RANK", "0"), 0, UINT32_MAX)),
-                 job.node);
+  if (launch.mode == LaunchMode::local) {
+    // The launcher speaks for all its ranks.
+    if (launch.ranks > 1) {
+      set_log_prefix_text(fmt::format("[ranks 0-{}@{}] dlrun: ", launch.ranks - 1, job.node));
+    } else {
+      set_log_prefix(0, job.node);
+    }
+  } else {
+    set_log_prefix(static_cast<std::uint32_t>(
+                       parse_uint("PMIX_RANK", getenv_or("PMIX_RANK", "0"), 0, UINT32_MAX)),
+                   job.node);
+  }
   const auto spec = spec_from_env([](const std::string& name) -> std::optional<std::string> {
     const char* v = std::getenv(name.c_str());
     if (!v) return std::nullopt;
@@ -244,7 +279,18 @@ int run(int argc, char** argv) {
   if (job.job) resume.own_job = job.job->to_string();
   resume.job = job.job;
   if (spec) resume.resume_from = spec->resume_from;
-  Bootstrap boot = bootstrap(job.node, resume);
+  Bootstrap boot;
+  if (launch.mode == LaunchMode::local) {
+    log(LogLevel::verbose, "{}", launch.why);
+    // Several ranks on one terminal: their lines are told apart by the prefix.
+    options.capture_on_tty = launch.ranks > 1;
+    LocalStart local = start_local_ranks(launch.ranks, job.node, resume, inherited, signals,
+                                         [&](std::uint32_t r) { set_log_prefix(r, job.node); });
+    if (!local.bootstrap) return local.exit_code;  // the launcher: every rank has ended
+    boot = std::move(*local.bootstrap);
+  } else {
+    boot = bootstrap(job.node, resume);
+  }
   set_log_prefix(boot.layout.rank, job.node);
   if (boot.layout.rank == 0 && boot.resume) {
     const ResumePoint& p = *boot.resume;

@@ -344,7 +344,7 @@ void Supervisor::start_program() {
   // own reaches it), saving what it keeps in its handler, if it has one.
   if (options_.ckpt_signal != SIGTERM) spec.ignored_signals.push_back(SIGTERM);
   const bool tty = isatty(STDOUT_FILENO) || isatty(STDERR_FILENO);
-  spec.capture_output = options_.prefix_output && !tty;
+  spec.capture_output = options_.prefix_output && (options_.capture_on_tty || !tty);
   spec.own_process_group = !isatty(STDIN_FILENO);
   program_ = Program::start(spec);
   log(LogLevel::verbose,

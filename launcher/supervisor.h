@@ -23,6 +23,8 @@ struct SupervisorOptions {
   std::chrono::milliseconds kill_wait{3'000};
   std::uint32_t max_stalled_restarts = 2;
   bool prefix_output = true;
+  // Prefix the program's output on a terminal too (several local ranks share one).
+  bool capture_on_tty = false;
   CheckLevel resume_check = CheckLevel::full;
 };
 
