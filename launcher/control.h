@@ -9,7 +9,7 @@
 //   STEP <seq> <frozen 0|1> <step>           STOPAFTER <seq>
 //   DONE <seq> <step>                        END <exit code> <why>
 //   EXIT <exit code> <how>                   DUMP <why>
-//   PROGRESS <step> <ms since it changed>
+//   PROGRESS <step> <ms since it changed> <busy 0|1>
 //   TRACE <one line of stacks>
 //   TRACED <0 collected|1 failed> <how>
 //
@@ -50,7 +50,8 @@ struct Message {
   std::uint32_t rank = 0;  // HELLO
   std::uint64_t seq = 0;   // STEP, DONE, PREPARE, TARGET, STOPAFTER; PROGRESS: age in ms
   std::int64_t step = -1;  // STEP, DONE, TARGET, PROGRESS
-  bool flag = false;       // WANT: stop; STEP: frozen; TARGET: stop; TRACED: failed
+  bool flag = false;       // WANT: stop; STEP: frozen; TARGET: stop; TRACED: failed;
+                           // PROGRESS: busy in a checkpoint round
   int code = 0;            // EXIT, END: exit code
   std::string text;        // HELLO: the rank's node; WANT, EXIT, END, DUMP, TRACED: why / how;
                            // TRACE: a line of stacks

@@ -145,7 +145,7 @@ void HangWatch::set_node(std::uint32_t rank, std::string node) {
   if (rank < nodes_.size()) nodes_[rank] = std::move(node);
 }
 
-void HangWatch::tick(const channel::Page* page, std::optional<pid_t> program,
+void HangWatch::tick(const channel::Page* page, std::optional<pid_t> program, bool checkpointing,
                      Steady::time_point now) {
   std::int64_t step = -1;
   if (page && program && page->attached.load(std::memory_order_acquire) != 0) {
@@ -158,10 +158,11 @@ void HangWatch::tick(const channel::Page* page, std::optional<pid_t> program,
   if (rank_ != 0) {
     // How long ago the step moved goes with it, so that rank 0 dates it right although
     // it hears of it up to kProgressInterval later.
-    if (step >= 0 && step != sent_step_ && now >= next_send_) {
+    if (step >= 0 && (step != sent_step_ || checkpointing) && now >= next_send_) {
       Message m;
       m.kind = MsgKind::progress;
       m.step = step;
+      m.flag = checkpointing;
       m.seq = static_cast<std::uint64_t>(
           std::chrono::duration_cast<std::chrono::milliseconds>(now - step_changed_).count());
       hooks_.send_up(m);
@@ -172,6 +173,7 @@ void HangWatch::tick(const channel::Page* page, std::optional<pid_t> program,
   }
   if (!program) watchdog_->exited(0);
   watchdog_->report(0, step, step_changed_);
+  if (checkpointing) watchdog_->busy(0, now);
   if (phase_ == Phase::watching) {
     if (const auto hang = watchdog_->check(now)) declare(*hang, program, now);
   }

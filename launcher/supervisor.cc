@@ -694,8 +694,9 @@ void Supervisor::tick(Steady::time_point now) {
     killed_ = true;
   }
   if (watch_) {
+    const bool checkpointing = round_ && !round_->done_sent && now - round_->started < job_.grace;
     watch_->tick(channel_ ? &channel_->page() : nullptr,
-                 program_ ? std::optional(program_->pid()) : std::nullopt, now);
+                 program_ ? std::optional(program_->pid()) : std::nullopt, checkpointing, now);
   }
   if (coordinator_) coordinator_->tick(now);
 }

@@ -17,6 +17,12 @@ void Watchdog::report(std::uint32_t rank, std::int64_t step, Steady::time_point 
   s.changed = when;
 }
 
+void Watchdog::busy(std::uint32_t rank, Steady::time_point when) {
+  if (rank >= ranks_.size()) return;
+  State& s = ranks_[rank];
+  if (s.step >= 0 && when > s.changed) s.changed = when;
+}
+
 void Watchdog::exited(std::uint32_t rank) {
   if (rank < ranks_.size()) ranks_[rank].exited = true;
 }

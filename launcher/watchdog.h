@@ -39,6 +39,9 @@ class Watchdog {
   // programs without the client API never report one, and start-up (loading, resuming,
   // joining the collectives) is not a step.
   void report(std::uint32_t rank, std::int64_t step, Steady::time_point when);
+  // The rank is busy with something that is not a step (its part of a checkpoint round,
+  // which has its own bound, --dl-grace): it counts as progress at `when`.
+  void busy(std::uint32_t rank, Steady::time_point when);
   // The rank's program has exited: it no longer counts.
   void exited(std::uint32_t rank);
 

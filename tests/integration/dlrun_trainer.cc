@@ -10,7 +10,8 @@
 // (writes DIR/pid.R so a test can kill one rank), --crash-at-step S (exits 3 there on the
 // first run only), --hang-rank R --hang-at-step S (on the first run only, rank R stops in
 // dlrun_trainer_hang_here() at step S without reporting it, and every other rank reports S
-// and then blocks in dlrun_trainer_wait_in_collective(), as peers of a hung rank do).
+// and then blocks in dlrun_trainer_wait_in_collective(), as peers of a hung rank do),
+// --ckpt-ms MS (each checkpoint takes MS longer).
 #include <unistd.h>
 
 #include <atomic>
@@ -90,6 +91,7 @@ int main(int argc, char** argv) {
     long crash_at = -1;
     long hang_rank = -1;
     long hang_at = -1;
+    long ckpt_ms = 0;
     std::string pid_dir;
     for (int i = 1; i + 1 < argc; i += 2) {
       const std::string opt = argv[i];
@@ -105,6 +107,8 @@ int main(int argc, char** argv) {
         hang_rank = std::strtol(argv[i + 1], nullptr, 10);
       } else if (opt == "--hang-at-step") {
         hang_at = std::strtol(argv[i + 1], nullptr, 10);
+      } else if (opt == "--ckpt-ms") {
+        ckpt_ms = std::strtol(argv[i + 1], nullptr, 10);
       } else {
         std::fprintf(stderr, "dlrun_trainer: unknown option %s\n", opt.c_str());
         return 2;
@@ -140,6 +144,7 @@ int main(int argc, char** argv) {
       dl::report_metrics(step, {{"loss", 1.0 / static_cast<double>(step + 1)}});
       if (dl::should_checkpoint()) {
         if (ckpt) save_checkpoint(*ckpt, rank, world, step);
+        std::this_thread::sleep_for(std::chrono::milliseconds(ckpt_ms));
         dl::checkpoint_done(step);
         std::printf("checkpoint rank=%ld step=%ld\n", rank, step);
         std::fflush(stdout);

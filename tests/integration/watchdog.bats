@@ -53,6 +53,18 @@ check_hang() {
   check_hang "$job" 11 'dlrun_trainer.py", line [0-9]*, in hang_here'
 }
 
+@test "a checkpoint that takes longer than the watchdog's duration is no hang" {
+  job=$(submit -N2 --requeue --dl-watchdog=2s -o out.txt --wrap \
+    "srun --mpi=pmix $DLRUN $TRAINER --steps 40 --step-ms 50 --ckpt-ms 5000")
+  wait_until 60 '[ "$(grep -c "start rank=" out.txt)" -eq 2 ]'
+  sleep 0.5
+  scancel --signal=USR1 "$job"
+  wait_state "$job" COMPLETED 60
+  [ "$(grep -c ' checkpoint rank=' out.txt)" -eq 2 ]
+  ! grep -q "hang" out.txt
+  [ "$(job_field "$job" Restarts)" = 0 ]
+}
+
 @test "programs without the client API are not watched; collective timeouts default beyond the watchdog" {
   run_srun -N1 --dl-watchdog=1s --mpi=pmix --export=ALL,TORCH_NCCL_ASYNC_ERROR_HANDLING=3 \
     $DLRUN sh -c 'sleep 4; echo "timeout=$DL_COLLECTIVE_TIMEOUT heartbeat=$TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC torch=$TORCH_NCCL_ASYNC_ERROR_HANDLING nccl=$NCCL_ASYNC_ERROR_HANDLING"' \

@@ -50,6 +50,26 @@ TEST(Watchdog, TheSameStepAgainIsNoProgress) {
   EXPECT_TRUE(w.check(t0 + 10s));
 }
 
+TEST(Watchdog, BusyInACheckpointRoundIsNoStall) {
+  Watchdog w(10s, 2);
+  w.report(0, 3, t0);
+  w.report(1, 3, t0);
+  w.busy(0, t0 + 8s);  // saving a checkpoint at step 3
+  w.busy(1, t0 + 9s);
+  w.busy(1, t0 + 2s);  // an older word changes nothing
+  EXPECT_FALSE(w.check(t0 + 17s));
+  const auto hang = w.check(t0 + 19s);
+  ASSERT_TRUE(hang);
+  EXPECT_EQ(hang->stalled[0].rank, 0u);
+  EXPECT_EQ(hang->stalled[0].idle, 11s);
+}
+
+TEST(Watchdog, BusyBeforeTheFirstStepWatchesNothing) {
+  Watchdog w(10s, 1);
+  w.busy(0, t0);
+  EXPECT_FALSE(w.next_check());
+}
+
 TEST(Watchdog, OnTiesTheLongestIdleStalledFirst) {
   Watchdog w(10s, 4);
   w.report(0, 7, t0 + 3s);
@@ -117,9 +137,11 @@ TEST(WatchdogMessages, RoundTrip) {
   p.kind = MsgKind::progress;
   p.step = 42;
   p.seq = 750;
-  EXPECT_EQ(format_message(p), "PROGRESS 42 750\n");
-  EXPECT_EQ(parse_message("PROGRESS 42 750").step, 42);
-  EXPECT_EQ(parse_message("PROGRESS 42 750").seq, 750u);
+  p.flag = true;
+  EXPECT_EQ(format_message(p), "PROGRESS 42 750 1\n");
+  EXPECT_EQ(parse_message("PROGRESS 42 750 0").step, 42);
+  EXPECT_EQ(parse_message("PROGRESS 42 750 0").seq, 750u);
+  EXPECT_TRUE(parse_message("PROGRESS 42 750 1").flag);
   Message t;
   t.kind = MsgKind::trace;
   t.text = "#0  0x1 in hang_here () at x.cc:3";
@@ -130,8 +152,8 @@ TEST(WatchdogMessages, RoundTrip) {
   EXPECT_TRUE(d.flag);
   EXPECT_EQ(d.text, "gdb timed out after 30s");
   EXPECT_EQ(parse_message("DUMP rank 1 stalled").text, "rank 1 stalled");
-  EXPECT_THROW(parse_message("PROGRESS x 1"), SystemError);
-  EXPECT_THROW(parse_message("PROGRESS 1"), SystemError);
+  EXPECT_THROW(parse_message("PROGRESS x 1 0"), SystemError);
+  EXPECT_THROW(parse_message("PROGRESS 1 1"), SystemError);
   EXPECT_THROW(parse_message("TRACED 2 x"), SystemError);
 }
 
