@@ -145,11 +145,18 @@ void HangWatch::set_node(std::uint32_t rank, std::string node) {
   if (rank < nodes_.size()) nodes_[rank] = std::move(node);
 }
 
-void HangWatch::tick(const channel::Page* page, std::optional<pid_t> program, bool checkpointing,
-                     Steady::time_point now) {
+void HangWatch::tick(const channel::Page* page, std::optional<pid_t> program,
+                     std::optional<std::uint64_t> round, Steady::time_point now) {
   std::int64_t step = -1;
   if (page && program && page->attached.load(std::memory_order_acquire) != 0) {
     step = page->step.load(std::memory_order_acquire);
+  }
+  bool checkpointing = false;
+  if (round && step >= 0) {
+    const auto seq = static_cast<std::int64_t>(*round);
+    checkpointing = page->frozen_seq.load(std::memory_order_acquire) == seq ||
+                    (page->target_seq.load(std::memory_order_acquire) == seq &&
+                     step >= page->target_step.load(std::memory_order_acquire));
   }
   if (step != step_) {
     step_ = step;

@@ -53,10 +53,12 @@ class HangWatch {
             std::string report_dir, std::string label, Hooks hooks);
 
   void set_node(std::uint32_t rank, std::string node);
-  // Every tick, on every rank. `program`: its pid while it runs; `checkpointing`: this
-  // rank is in a checkpoint round (time in one does not count as a stall).
-  void tick(const channel::Page* page, std::optional<pid_t> program, bool checkpointing,
-            Steady::time_point now);
+  // Every tick, on every rank. `program`: its pid while it runs; `round`: the checkpoint
+  // round this rank takes part in, until it is done or its grace time is over. While the
+  // program waits in that round for the agreed step, or saves at it, it is busy, not
+  // stalled; a program that never gets there (hung) is not.
+  void tick(const channel::Page* page, std::optional<pid_t> program,
+            std::optional<std::uint64_t> round, Steady::time_point now);
   // Rank 0: a message from `rank`; true when it was the watchdog's (the coordinator
   // does not see it). EXIT is looked at, and left to the coordinator.
   bool on_message(std::uint32_t rank, const Message& m, Steady::time_point now);

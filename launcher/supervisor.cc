@@ -694,9 +694,10 @@ void Supervisor::tick(Steady::time_point now) {
     killed_ = true;
   }
   if (watch_) {
-    const bool checkpointing = round_ && !round_->done_sent && now - round_->started < job_.grace;
+    const bool in_round = round_ && !round_->done_sent && now - round_->started < job_.grace;
     watch_->tick(channel_ ? &channel_->page() : nullptr,
-                 program_ ? std::optional(program_->pid()) : std::nullopt, checkpointing, now);
+                 program_ ? std::optional(program_->pid()) : std::nullopt,
+                 in_round ? std::optional(round_->seq) : std::nullopt, now);
   }
   if (coordinator_) coordinator_->tick(now);
 }

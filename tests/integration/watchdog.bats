@@ -65,6 +65,15 @@ check_hang() {
   [ "$(job_field "$job" Restarts)" = 0 ]
 }
 
+@test "a hung rank is declared hung during a checkpoint round too (it never reaches the round's step)" {
+  job=$(submit -N2 --requeue --dl-watchdog=4s --dl-grace=10m -o out.txt --open-mode=append \
+    --wrap "srun --mpi=pmix $DLRUN $TRAINER --steps 12 --step-ms 50 --hang-rank 1 --hang-at-step 6")
+  wait_until 60 'grep -q "start rank=1 world=2 restart=0" out.txt'
+  sleep 1
+  scancel --signal=USR1 "$job"
+  check_hang "$job" 12 ' dlrun_trainer_hang_here () at .*dlrun_trainer.cc:'
+}
+
 @test "programs without the client API are not watched; collective timeouts default beyond the watchdog" {
   run_srun -N1 --dl-watchdog=1s --mpi=pmix --export=ALL,TORCH_NCCL_ASYNC_ERROR_HANDLING=3 \
     $DLRUN sh -c 'sleep 4; echo "timeout=$DL_COLLECTIVE_TIMEOUT heartbeat=$TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC torch=$TORCH_NCCL_ASYNC_ERROR_HANDLING nccl=$NCCL_ASYNC_ERROR_HANDLING"' \
