@@ -693,7 +693,8 @@ void Supervisor::tick(Steady::time_point now) {
     program_->signal(SIGKILL);
     killed_ = true;
   }
-  if (watch_) {
+  // Once the run ends, a program that takes its time to stop is not hung.
+  if (watch_ && !end_code_) {
     const bool in_round = round_ && !round_->done_sent && now - round_->started < job_.grace;
     watch_->tick(channel_ ? &channel_->page() : nullptr,
                  program_ ? std::optional(program_->pid()) : std::nullopt,
