@@ -10,7 +10,9 @@
 #include <algorithm>
 #include <cerrno>
 #include <climits>
+#include <cstdio>
 #include <cstring>
+#include <fstream>
 
 #include "core/error.h"
 #include "core/log.h"
@@ -130,6 +132,68 @@ Stacks collect_stacks(pid_t pid, std::chrono::seconds timeout) {
   return s;
 }
 
+namespace {
+
+// The processes whose process group is `leader`'s, the leader first.
+std::vector<pid_t> group_members(pid_t leader, std::size_t max) {
+  std::vector<pid_t> out{leader};
+  std::vector<pid_t> others;
+  try {
+    for (const std::string& name : sys::list_dir("/proc")) {
+      if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+      const pid_t pid = static_cast<pid_t>(std::stol(name));
+      if (pid == leader) continue;
+      // procfs files have no size: read as a stream (empty when the process is gone).
+      std::ifstream in("/proc/" + name + "/stat");
+      std::string stat;
+      std::getline(in, stat);
+      // "pid (comm) state ppid pgrp ...": comm may hold spaces and parentheses.
+      const std::size_t close = stat.rfind(')');
+      if (close == std::string::npos) continue;
+      int ppid = 0;
+      int pgrp = 0;
+      char state = 0;
+      if (std::sscanf(stat.c_str() + close + 1, " %c %d %d", &state, &ppid, &pgrp) == 3 &&
+          pgrp == leader) {
+        others.push_back(pid);
+      }
+    }
+  } catch (const std::exception& e) {
+    log(LogLevel::verbose, "couldn't list the program's processes: {}", e.what());
+  }
+  std::sort(others.begin(), others.end());
+  for (const pid_t pid : others) {
+    if (out.size() >= max) break;
+    out.push_back(pid);
+  }
+  return out;
+}
+
+}  // namespace
+
+Stacks collect_program_stacks(pid_t program, std::chrono::seconds timeout) {
+  Stacks all;
+  all.ok = true;
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (const pid_t pid : group_members(program, 4)) {
+    const auto left = std::chrono::duration_cast<std::chrono::seconds>(
+        deadline - std::chrono::steady_clock::now());
+    if (left < 1s) {
+      all.ok = false;
+      all.how += fmt::format("{}no time left for pid {}", all.how.empty() ? "" : "; ", pid);
+      break;
+    }
+    const Stacks s = collect_stacks(pid, left);
+    all.text += s.text;
+    all.ok = all.ok && s.ok;
+    if (!s.ok || all.how.empty()) {
+      all.how += fmt::format("{}{}{}", all.how.empty() ? "" : "; ", s.how,
+                             s.ok ? "" : fmt::format(" (pid {})", pid));
+    }
+  }
+  return all;
+}
+
 HangWatch::HangWatch(std::chrono::seconds limit, std::uint32_t rank, std::uint32_t world_size,
                      std::string report_dir, std::string label, Hooks hooks)
     : limit_(limit),
@@ -234,7 +298,7 @@ void HangWatch::declare(const Hang& hang, std::optional<pid_t> program, Steady::
   }
   if (traces_.count(0)) {
     if (program) {
-      const Stacks s = collect_stacks(*program, kStacksTimeout);
+      const Stacks s = collect_program_stacks(*program, kStacksTimeout);
       add_trace(0, s.text);
       how_.emplace(0, s.how);
     } else {
@@ -253,7 +317,7 @@ void HangWatch::on_dump(std::optional<pid_t> program) {
     return;
   }
   log(LogLevel::info, "the hang watchdog asks for the stacks of pid {}", *program);
-  const Stacks s = collect_stacks(*program, kStacksTimeout);
+  const Stacks s = collect_program_stacks(*program, kStacksTimeout);
   std::size_t pos = 0;
   while (pos < s.text.size()) {
     std::size_t nl = s.text.find('\n', pos);

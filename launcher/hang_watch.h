@@ -37,6 +37,10 @@ struct Stacks {
   std::string how;
 };
 Stacks collect_stacks(pid_t pid, std::chrono::seconds timeout);
+// The same for the program and the other processes of its process group (a wrapper
+// script's interpreter, worker processes), the program first, at most 4 processes, all
+// within `timeout`.
+Stacks collect_program_stacks(pid_t program, std::chrono::seconds timeout);
 
 class HangWatch {
  public:

@@ -46,10 +46,10 @@ check_hang() {
   check_hang "$job" 12 ' dlrun_trainer_hang_here () at .*dlrun_trainer.cc:'
 }
 
-@test "a hung rank of the Python trainer: the report holds its Python frames" {
+@test "a hung rank of the Python trainer started by a shell: the report holds its Python frames" {
   job=$(submit -N2 --requeue --dl-watchdog=4s -o out.txt --open-mode=append --wrap \
-    "srun --mpi=pmix $DLRUN /usr/bin/python3 $DL_ROOT/tests/integration/dlrun_trainer.py \
-      --steps 12 --step-ms 50 --hang-rank 1 --hang-at-step 6")
+    "srun --mpi=pmix $DLRUN sh -c '/usr/bin/python3 $DL_ROOT/tests/integration/dlrun_trainer.py \
+      --steps 12 --step-ms 50 --hang-rank 1 --hang-at-step 6; exit \$?'")
   check_hang "$job" 11 'dlrun_trainer.py", line [0-9]*, in hang_here'
 }
 
