@@ -27,7 +27,9 @@ constexpr Verb kVerbs[] = {
     {MsgKind::step, "STEP", 3, false},     {MsgKind::done, "DONE", 2, false},
     {MsgKind::exit, "EXIT", 1, true},      {MsgKind::prepare, "PREPARE", 1, false},
     {MsgKind::target, "TARGET", 3, false}, {MsgKind::stop_after, "STOPAFTER", 1, false},
-    {MsgKind::end, "END", 1, true},
+    {MsgKind::end, "END", 1, true},        {MsgKind::progress, "PROGRESS", 3, false},
+    {MsgKind::dump, "DUMP", 0, true},      {MsgKind::trace, "TRACE", 0, true},
+    {MsgKind::traced, "TRACED", 1, true},
 };
 
 const Verb& verb_of(MsgKind kind) {
@@ -57,6 +59,10 @@ std::string format_message(const Message& m) {
     case MsgKind::prepare:
     case MsgKind::stop_after: out += fmt::format(" {}", m.seq); break;
     case MsgKind::target: out += fmt::format(" {} {} {}", m.seq, m.step, m.flag ? 1 : 0); break;
+    case MsgKind::progress: out += fmt::format(" {} {} {}", m.step, m.seq, m.flag ? 1 : 0); break;
+    case MsgKind::traced: out += fmt::format(" {}", m.flag ? 1 : 0); break;
+    case MsgKind::dump:
+    case MsgKind::trace: break;
   }
   if (v.text) out += " " + one_line(m.text);
   out += '\n';
@@ -130,6 +136,14 @@ Message parse_message(std::string_view line) {
       m.step = step(2);
       m.flag = flag(3);
       break;
+    case MsgKind::progress:
+      m.step = step(1);
+      m.seq = number(2, UINT64_MAX);
+      m.flag = flag(3);
+      break;
+    case MsgKind::traced: m.flag = flag(1); break;
+    case MsgKind::dump:
+    case MsgKind::trace: break;
   }
   if (verb->text) {
     std::size_t skip = 0;

@@ -8,7 +8,13 @@
 //   WANT <stop 0|1> <why>                    TARGET <seq> <step> <stop 0|1>
 //   STEP <seq> <frozen 0|1> <step>           STOPAFTER <seq>
 //   DONE <seq> <step>                        END <exit code> <why>
-//   EXIT <exit code> <how>
+//   EXIT <exit code> <how>                   DUMP <why>
+//   PROGRESS <step> <ms since it changed> <busy 0|1>
+//   TRACE <one line of stacks>
+//   TRACED <0 collected|1 failed> <how>
+//
+// PROGRESS, DUMP, TRACE and TRACED are the hang watchdog's (--dl-watchdog,
+// launcher/watchdog.h): each rank's last step, and the stacks of a stalled program.
 //
 // Rank 0's control port is reachable by anyone on the network, so a connection counts
 // as a rank only once its first line is a HELLO carrying the step's secret (<key>): 32
@@ -23,16 +29,32 @@
 
 namespace dl {
 
-enum class MsgKind { hello, want, step, done, exit, prepare, target, stop_after, end };
+enum class MsgKind {
+  hello,
+  want,
+  step,
+  done,
+  exit,
+  prepare,
+  target,
+  stop_after,
+  end,
+  progress,
+  dump,
+  trace,
+  traced
+};
 
 struct Message {
   MsgKind kind = MsgKind::hello;
   std::uint32_t rank = 0;  // HELLO
-  std::uint64_t seq = 0;   // STEP, DONE, PREPARE, TARGET, STOPAFTER
-  std::int64_t step = -1;  // STEP, DONE, TARGET
-  bool flag = false;       // WANT: stop; STEP: frozen; TARGET: stop
+  std::uint64_t seq = 0;   // STEP, DONE, PREPARE, TARGET, STOPAFTER; PROGRESS: age in ms
+  std::int64_t step = -1;  // STEP, DONE, TARGET, PROGRESS
+  bool flag = false;       // WANT: stop; STEP: frozen; TARGET: stop; TRACED: failed;
+                           // PROGRESS: busy in a checkpoint round
   int code = 0;            // EXIT, END: exit code
-  std::string text;        // HELLO: the rank's node; WANT, EXIT, END: why / how
+  std::string text;        // HELLO: the rank's node; WANT, EXIT, END, DUMP, TRACED: why / how;
+                           // TRACE: a line of stacks
   std::string key;         // HELLO: the step's secret, lower-case hex
 };
 

@@ -264,6 +264,7 @@ int run(int argc, char** argv) {
     job.ckpt_every = spec->ckpt_every;
     job.grace = spec->grace;
     job.max_restarts = spec->max_restarts;
+    job.watchdog = spec->watchdog;
   }
   job.restart_count = static_cast<std::uint32_t>(
       parse_uint("SLURM_RESTART_COUNT", getenv_or("SLURM_RESTART_COUNT", "0"), 0, UINT32_MAX));

@@ -21,6 +21,7 @@
 #include "launcher/channel_file.h"
 #include "launcher/control.h"
 #include "launcher/coordinator.h"
+#include "launcher/hang_watch.h"
 #include "launcher/launch.h"
 #include "launcher/net.h"
 #include "launcher/pmix_session.h"
@@ -118,6 +119,7 @@ class Supervisor {
   void start_program();
   void accept_all_ranks();
   void connect_to_rank0();
+  void start_watch();
   void loop();
 
   // Events.
@@ -178,6 +180,7 @@ class Supervisor {
   std::deque<Message> to_coordinator_;
   std::deque<Message> to_self_;
   std::vector<bool> said_hello_;
+  std::unique_ptr<HangWatch> watch_;  // --dl-watchdog
 };
 
 int Supervisor::run() {
@@ -193,6 +196,9 @@ int Supervisor::run() {
         std::make_unique<Coordinator>(options_, job_, boot_.layout.world_size, boot_.resume,
                                       *channel_, [this](const Message& m) { broadcast(m); });
     coordinator_->start(Steady::now());
+  }
+  if (job_.watchdog.count() > 0) start_watch();
+  if (coordinator_) {
     for (auto& c : peers_) process_lines(*c);
   }
   loop();
@@ -314,6 +320,40 @@ void Supervisor::connect_to_rank0() {
   net::send_all(up_->fd.get(), format_message(hello));
 }
 
+void Supervisor::start_watch() {
+  HangWatch::Hooks hooks;
+  hooks.send_up = [this](const Message& m) { send_up(m); };
+  hooks.send_to_rank = [this](std::uint32_t rank, const Message& m) {
+    for (auto& c : peers_) {
+      if (c->fd && c->rank == static_cast<std::int64_t>(rank)) {
+        try {
+          net::send_all(c->fd.get(), format_message(m));
+        } catch (const SystemError& e) {
+          log(LogLevel::verbose, "rank {}: {}", rank, e.what());
+        }
+      }
+    }
+  };
+  // A hang ends the run exactly as a failure of the stalled rank's program does.
+  hooks.fail = [this](std::uint32_t rank, const std::string& how) {
+    Message m;
+    m.kind = MsgKind::exit;
+    m.code = kExitHung;
+    m.text = how;
+    coordinator_->on_message(rank, m, Steady::now());
+  };
+  std::string dir = job_.ckpt_dir;
+  for (const std::string& var : inherited_.env) {
+    if (dir.empty() && var.rfind("DL_EXP_JOURNALS=", 0) == 0) dir = var.substr(16);
+  }
+  watch_ = std::make_unique<HangWatch>(
+      job_.watchdog, rank_, boot_.layout.world_size, dir,
+      fmt::format("{}.{}", job_.job ? job_.job->to_string() : "0", job_.restart_count),
+      std::move(hooks));
+  watch_->set_node(0, boot_.rendezvous.node);
+  for (const auto& c : peers_) watch_->set_node(static_cast<std::uint32_t>(c->rank), c->node);
+}
+
 void Supervisor::start_program() {
   const char* step = getenv("SLURM_STEP_ID");
   // The pid keeps names unique: a job id comes back after a cluster restart, and a
@@ -335,6 +375,9 @@ void Supervisor::start_program() {
   }
   EnvChanges changes = program_env(task);
   changes.set.emplace_back(pmix::kStoreVariable, pmix::kStoreValue);
+  if (job_.watchdog.count() > 0) {
+    for (auto& d : collective_watchdog_defaults(job_.watchdog)) changes.defaults.push_back(d);
+  }
   ProgramSpec spec;
   spec.argv = options_.command;
   spec.env = apply_env(inherited_.env, changes);
@@ -416,6 +459,9 @@ void Supervisor::handle(const Message& m) {
       break;
     case MsgKind::stop_after: page.stopping.store(1, std::memory_order_release); break;
     case MsgKind::end: end_program(m.code, m.text); break;
+    case MsgKind::dump:
+      if (watch_) watch_->on_dump(program_ ? std::optional(program_->pid()) : std::nullopt);
+      break;
     default: log(LogLevel::warning, "unexpected message from rank 0: {}", format_message(m));
   }
 }
@@ -607,8 +653,10 @@ void Supervisor::on_peer_readable(Connection& c) {
 void Supervisor::process_lines(Connection& c) {
   try {
     while (auto line = c.in.next_line()) {
-      coordinator_->on_message(static_cast<std::uint32_t>(c.rank), parse_message(*line),
-                               Steady::now());
+      const Message m = parse_message(*line);
+      const auto rank = static_cast<std::uint32_t>(c.rank);
+      if (watch_ && watch_->on_message(rank, m, Steady::now())) continue;
+      coordinator_->on_message(rank, m, Steady::now());
     }
   } catch (const SystemError& e) {
     drop_peer(c, e.what());
@@ -644,6 +692,13 @@ void Supervisor::tick(Steady::time_point now) {
   if (end_code_ && program_ && !killed_ && now >= kill_at_) {
     program_->signal(SIGKILL);
     killed_ = true;
+  }
+  // Once the run ends, a program that takes its time to stop is not hung.
+  if (watch_ && !end_code_) {
+    const bool in_round = round_ && !round_->done_sent && now - round_->started < job_.grace;
+    watch_->tick(channel_ ? &channel_->page() : nullptr,
+                 program_ ? std::optional(program_->pid()) : std::nullopt,
+                 in_round ? std::optional(round_->seq) : std::nullopt, now);
   }
   if (coordinator_) coordinator_->tick(now);
 }

@@ -35,7 +35,8 @@ struct JobSettings {
   std::chrono::seconds grace{120};
   std::uint32_t max_restarts = 3;
   std::uint32_t restart_count = 0;
-  std::string node;  // SLURMD_NODENAME
+  std::chrono::seconds watchdog{0};  // --dl-watchdog; 0: off
+  std::string node;                  // SLURMD_NODENAME
   std::optional<slurm::JobRef> job;
 };
 

@@ -8,7 +8,10 @@
 //   done rank=R step=S
 // Options: --steps N (default: until stopped), --step-ms MS (default 100), --pid-dir DIR
 // (writes DIR/pid.R so a test can kill one rank), --crash-at-step S (exits 3 there on the
-// first run only).
+// first run only), --hang-rank R --hang-at-step S (on the first run only, rank R stops in
+// dlrun_trainer_hang_here() at step S without reporting it, and every other rank reports S
+// and then blocks in dlrun_trainer_wait_in_collective(), as peers of a hung rank do),
+// --ckpt-ms MS (each checkpoint takes MS longer).
 #include <unistd.h>
 
 #include <atomic>
@@ -20,9 +23,9 @@
 #include <fstream>
 #include <optional>
 #include <stdexcept>
-#include <vector>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "dl/ckpt.h"
 #include "dl/client.h"
@@ -46,7 +49,10 @@ void save_checkpoint(dl::ckpt::Checkpointer& ckpt, long rank, long world, long s
   std::vector<float> row(kCols, static_cast<float>(step));
   dl::ckpt::State state;
   state.meta.step = static_cast<std::uint64_t>(step);
-  state.tensors.push_back({"model/w", dl::ckpt::DType::f32, {1, kCols}, row.data(),
+  state.tensors.push_back({"model/w",
+                           dl::ckpt::DType::f32,
+                           {1, kCols},
+                           row.data(),
                            {static_cast<std::uint64_t>(world), kCols},
                            {static_cast<std::uint64_t>(rank), 0}});
   ckpt.save(state);  // durable (on rank 0: committed) when it returns
@@ -68,11 +74,24 @@ long load_checkpoint(const std::string& path, long rank) {
 
 }  // namespace
 
+// Outside the anonymous namespace and never inlined: the hang test looks for these names
+// in the stacks the watchdog collects.
+extern "C" __attribute__((noinline)) void dlrun_trainer_hang_here() {
+  for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
+}
+
+extern "C" __attribute__((noinline)) void dlrun_trainer_wait_in_collective() {
+  for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
+}
+
 int main(int argc, char** argv) {
   try {
     long steps = -1;
     long step_ms = 100;
     long crash_at = -1;
+    long hang_rank = -1;
+    long hang_at = -1;
+    long ckpt_ms = 0;
     std::string pid_dir;
     for (int i = 1; i + 1 < argc; i += 2) {
       const std::string opt = argv[i];
@@ -84,6 +103,12 @@ int main(int argc, char** argv) {
         pid_dir = argv[i + 1];
       } else if (opt == "--crash-at-step") {
         crash_at = std::strtol(argv[i + 1], nullptr, 10);
+      } else if (opt == "--hang-rank") {
+        hang_rank = std::strtol(argv[i + 1], nullptr, 10);
+      } else if (opt == "--hang-at-step") {
+        hang_at = std::strtol(argv[i + 1], nullptr, 10);
+      } else if (opt == "--ckpt-ms") {
+        ckpt_ms = std::strtol(argv[i + 1], nullptr, 10);
       } else {
         std::fprintf(stderr, "dlrun_trainer: unknown option %s\n", opt.c_str());
         return 2;
@@ -107,6 +132,10 @@ int main(int argc, char** argv) {
     for (; steps < 0 || step < steps; ++step) {
       std::this_thread::sleep_for(std::chrono::milliseconds(step_ms));
       if (step == crash_at && restart == 0) return 3;
+      if (restart == 0 && hang_at >= 0) {
+        if (rank == hang_rank && step == hang_at) dlrun_trainer_hang_here();
+        if (rank != hang_rank && step == hang_at + 1) dlrun_trainer_wait_in_collective();
+      }
       dl::report_step(step);
       for (int n = requests.exchange(0); n > 0; --n) {
         std::printf("request rank=%ld step=%ld\n", rank, step);
@@ -115,6 +144,7 @@ int main(int argc, char** argv) {
       dl::report_metrics(step, {{"loss", 1.0 / static_cast<double>(step + 1)}});
       if (dl::should_checkpoint()) {
         if (ckpt) save_checkpoint(*ckpt, rank, world, step);
+        std::this_thread::sleep_for(std::chrono::milliseconds(ckpt_ms));
         dl::checkpoint_done(step);
         std::printf("checkpoint rank=%ld step=%ld\n", rank, step);
         std::fflush(stdout);
