@@ -225,4 +225,42 @@ std::string describe(const Gang& gang, const Shape& shape, bool preemptible,
   return out;
 }
 
+Shape even_split(std::uint32_t gpus, std::uint32_t gpus_per_node) {
+  if (gpus_per_node == 0) throw InputError("even_split: a node has no GPUs");
+  Shape s;
+  if (gpus <= gpus_per_node) {
+    s.gpus_per_node = gpus;
+    return s;
+  }
+  const std::uint32_t fewest = (gpus + gpus_per_node - 1) / gpus_per_node;
+  std::uint32_t nodes = fewest;
+  for (std::uint32_t n = fewest; n <= 2 * fewest && n <= gpus; ++n) {
+    if (gpus % n == 0 && gpus / n <= gpus_per_node) {
+      nodes = n;
+      break;
+    }
+  }
+  s.nodes_min = s.nodes_max = nodes;
+  s.gpus_per_node = (gpus + nodes - 1) / nodes;
+  return s;
+}
+
+std::vector<Shape> even_splits(std::uint32_t gpus, std::uint32_t gpus_per_node,
+                               std::uint32_t max_nodes) {
+  std::vector<Shape> shapes{even_split(gpus, gpus_per_node)};
+  if (shapes[0].nodes_min > max_nodes) return {};
+  // A small gang stays on one node; a gang no node count divides holds one split.
+  if (gpus <= gpus_per_node || shapes[0].nodes_min * shapes[0].gpus_per_node != gpus) {
+    return shapes;
+  }
+  for (std::uint32_t n = shapes[0].nodes_min + 1; n <= std::min(gpus, max_nodes); ++n) {
+    if (gpus % n != 0 || gpus / n > gpus_per_node) continue;
+    Shape s;
+    s.nodes_min = s.nodes_max = n;
+    s.gpus_per_node = gpus / n;
+    shapes.push_back(s);
+  }
+  return shapes;
+}
+
 }  // namespace dl

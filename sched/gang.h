@@ -75,6 +75,22 @@ class ShapeError : public InputError {
 // GPUs) and ShapeError for a partition without GPUs.
 Shape shape_gang(const Gang& gang, const Capacity& capacity);
 
+// A gang split evenly over shared nodes (no whole exclusive nodes): N <= G stays on
+// one node (small gangs are never split); a larger gang takes the fewest nodes n,
+// from ceil(N/G) to 2 x ceil(N/G), that divide N with N/n <= G (16 on 8-GPU nodes:
+// 2x8, 12: 2x6, 9: 3x3); when none does (a prime such as 11), ceil(N/G) nodes with
+// ceil(N / nodes) GPUs each (11: 2x6, one GPU held and unused). Never ragged.
+Shape even_split(std::uint32_t gpus, std::uint32_t gpus_per_node);
+
+// Every even split of a gang on at most `max_nodes` nodes, fewest nodes first:
+// even_split() and then the other node counts n that divide N with N/n <= G (12 on
+// 4-GPU nodes: 3x4, 4x3, 6x2, 12x1). A scheduler takes the first that fits now. Every
+// split holds exactly N GPUs, except the lone even_split() of a gang that no node
+// count from ceil(N/G) to 2 x ceil(N/G) divides (11 on 8-GPU nodes: 2x6 only). Empty
+// when even_split() needs more than max_nodes.
+std::vector<Shape> even_splits(std::uint32_t gpus, std::uint32_t gpus_per_node,
+                               std::uint32_t max_nodes);
+
 // Whether the shape could run in the partition when it is empty (at its node minimum).
 bool can_ever_run(const Shape& shape, const Capacity& capacity);
 
