@@ -18,8 +18,11 @@ double seconds_since_checkpoint(double run_s, std::optional<double> ckpt_every_s
   return std::fmod(run_s, *ckpt_every_s);
 }
 
-bool has_checkpointed(double progress_s, std::optional<double> ckpt_every_s) {
-  return !ckpt_every_s || *ckpt_every_s <= 0 || progress_s >= *ckpt_every_s;
+bool just_checkpointed(double progress_s, std::optional<double> ckpt_every_s, double slack_s) {
+  if (!ckpt_every_s || *ckpt_every_s <= 0) return true;
+  if (progress_s + 1e-6 < *ckpt_every_s) return false;
+  const double since = std::fmod(progress_s + 1e-6, *ckpt_every_s) - 1e-6;
+  return since <= slack_s;
 }
 
 std::vector<VictimCandidate> victim_order(std::vector<VictimCandidate> candidates) {
@@ -78,7 +81,8 @@ bool may_preempt(const PreemptPair& pair, const PriorityParams& p) {
   if (pair.victim_tier > pair.preemptor_tier) return false;
   return pair.victim_dl_preemptible && pair.dl_priority &&
          outranks(pair.preemptor_points, pair.victim_points, p) &&
-         (!p.discretized() || has_checkpointed(pair.victim_progress_s, pair.victim_ckpt_every_s));
+         (!p.discretized() || just_checkpointed(pair.victim_progress_s, pair.victim_ckpt_every_s,
+                                                2.0 * static_cast<double>(p.interval.count())));
 }
 
 seconds warn_time(seconds grace) {

@@ -16,12 +16,14 @@ namespace dl {
 // (re)start that is run_s mod ckpt_every_s; without, the whole run.
 double seconds_since_checkpoint(double run_s, std::optional<double> ckpt_every_s);
 
-// With discretized queues a running job is a victim only once it has saved a periodic
-// checkpoint in its current run (`progress_s`: seconds of work since it (re)started,
-// after restoring): every run then keeps at least one interval of work, and jobs of a
-// lower queue are not started and stopped again before they get anywhere. A job
-// without periodic checkpoints (it checkpoints on the signal) always qualifies.
-bool has_checkpointed(double progress_s, std::optional<double> ckpt_every_s);
+// With discretized queues a running job is a victim only right after it has saved a
+// periodic checkpoint (`progress_s`: seconds of work since it (re)started, after
+// restoring): within `slack_s` after one of its checkpoints at ckpt_every_s,
+// 2 x ckpt_every_s, ... It then loses at most slack_s of work, every run keeps at
+// least one interval, and jobs of a lower queue are not started and stopped again
+// before they get anywhere. A job without periodic checkpoints (it checkpoints on the
+// signal) always qualifies.
+bool just_checkpointed(double progress_s, std::optional<double> ckpt_every_s, double slack_s);
 
 struct VictimCandidate {
   std::uint64_t id = 0;
@@ -68,7 +70,7 @@ struct PreemptPair {
   bool dl_priority = false;  // site_factor/dl computes the points below
   double victim_points = 0;
   double preemptor_points = 0;
-  // Discretized queues only (has_checkpointed): the victim's work in its current run.
+  // Discretized queues only (just_checkpointed): the victim's work in its current run.
   double victim_progress_s = 0;
   std::optional<double> victim_ckpt_every_s;
 };
@@ -78,7 +80,8 @@ struct PreemptPair {
 // PriorityTier, exactly as with preempt/partition_prio: slurm-dl never makes a job
 // harder to preempt. --dl-preemptible only adds: within the same tier, a victim of a
 // job whose DL priority outranks it by the margin (and checkpoint-and-requeue); with
-// discretized queues, of a job in a lower queue once it has_checkpointed().
+// discretized queues, of a job in a lower queue when it just_checkpointed() (slack:
+// two site-factor intervals, how often preempt/dl sees fresh points).
 bool may_preempt(const PreemptPair& pair, const PriorityParams& p);
 
 // Whether a pending job with `preemptor_points` may preempt a running preemptible job

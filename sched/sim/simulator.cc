@@ -20,6 +20,9 @@ namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr double kEps = 1e-6;
+// dl-sim's main scheduler looks at each checkpoint as it is saved: a victim must have
+// saved one within the last second (preempt/dl allows two site-factor intervals).
+constexpr double kCheckpointSlack = 1;
 
 struct Alloc {
   std::uint32_t node;
@@ -635,7 +638,8 @@ struct Simulator::Impl {
         if (!v.t.checkpointable) continue;
         const double attained = v.attained + v.hold * (now - v.run_start);
         if (!outranks(p, points(attained, v.waited, v.hold), o.priority)) continue;
-        if (o.priority.discretized() && !has_checkpointed(progress_now(v), o.ckpt_every_s)) {
+        if (o.priority.discretized() &&
+            !just_checkpointed(progress_now(v), o.ckpt_every_s, kCheckpointSlack)) {
           continue;
         }
         candidates.push_back(
@@ -694,9 +698,14 @@ struct Simulator::Impl {
       if (!v.t.checkpointable) continue;
       const double attained = v.attained + v.hold * (now - v.run_start);
       const double crossed = now + std::max(0.0, threshold - attained) / v.hold;
-      const double saved = v.run_start + v.run_restore + o.ckpt_every_s;
-      const double at =
-          std::max(crossed, has_checkpointed(progress_now(v), o.ckpt_every_s) ? now : saved);
+      // Its first checkpoint at or after that.
+      const double base = v.run_start + v.run_restore;
+      const double k = std::max(1.0, std::ceil((crossed - base) / o.ckpt_every_s - 1e-9));
+      double at = base + k * o.ckpt_every_s;
+      if (just_checkpointed(progress_now(v), o.ckpt_every_s, kCheckpointSlack) &&
+          crossed <= now + kEps) {
+        at = now;
+      }
       if (at > now + kEps) t = std::min(t, at);
     }
     if (t < tick_at) {

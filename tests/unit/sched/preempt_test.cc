@@ -185,5 +185,24 @@ TEST(PreemptQueues, OnlyAJobInALowerQueuePreempts) {
   EXPECT_FALSE(may_preempt(pair, p));
 }
 
+TEST(PreemptQueues, AVictimOnlyRightAfterACheckpoint) {
+  EXPECT_FALSE(just_checkpointed(599, 600.0, 60));  // none saved yet in this run
+  EXPECT_TRUE(just_checkpointed(600, 600.0, 60));
+  EXPECT_TRUE(just_checkpointed(1259, 600.0, 60));
+  EXPECT_FALSE(just_checkpointed(1261, 600.0, 60));
+  EXPECT_TRUE(just_checkpointed(5, std::nullopt, 60));  // checkpoints on the signal
+  const auto p = parse_priority_params("queues=1000s,interval=30s");
+  PreemptPair pair;
+  pair.victim_dl_preemptible = true;
+  pair.dl_priority = true;
+  pair.victim_points = site_factor(5000, 0, p, 1);
+  pair.preemptor_points = site_factor(0, 0, p, 1);
+  pair.victim_ckpt_every_s = 600;
+  pair.victim_progress_s = 1230;  // 30 s after its second checkpoint: within 2 x 30 s
+  EXPECT_TRUE(may_preempt(pair, p));
+  pair.victim_progress_s = 1300;
+  EXPECT_FALSE(may_preempt(pair, p));
+}
+
 }  // namespace
 }  // namespace dl

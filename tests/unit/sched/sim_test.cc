@@ -251,12 +251,14 @@ TEST(Sim, QueuesANewJobPreemptsAJobThatCrossedAThresholdOnceItHasCheckpointed) {
 }
 
 TEST(Sim, QueuesNoPreemptionWithinAQueue) {
-  // L (1 GPU) saves its first checkpoint at 600, when both are in queue 0, and
-  // crosses 1000 GPU-s at 1000: the new job (at 100) preempts it then, not before.
+  // L (1 GPU) saves its first checkpoint at 600, when both are in queue 0, crosses
+  // 1000 GPU-s at 1000 and saves its next checkpoint at 1200: the new job (at 100)
+  // preempts it then, losing nothing.
   const std::vector<TraceJob> trace = {job(1, 0, 100000, 1, true), job(2, 100, 100, 1)};
   const Result r = simulate(trace, queues(1, 1));
   EXPECT_EQ(r.preemptions, 1u);
-  EXPECT_DOUBLE_EQ(r.outcomes[1].start_s, 1000);
+  EXPECT_DOUBLE_EQ(r.outcomes[1].start_s, 1200);
+  EXPECT_DOUBLE_EQ(r.lost_gpu_s, 60);  // its restore
 }
 
 TEST(Sim, QueuesNeverPreemptAJobThatCannotCheckpoint) {
