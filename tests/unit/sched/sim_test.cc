@@ -311,6 +311,19 @@ TEST(Sim, EvenShapesTakeAnotherEvenSplitWhenTheFirstDoesNotFit) {
   EXPECT_DOUBLE_EQ(simulate(trace, even).outcomes[6].start_s, 5);
 }
 
+TEST(Sim, DlBackfillsPastAJobThatFitsByGpuTotalsButNotByItsShape) {
+  // 3 nodes x 4 GPUs with 3 busy on nodes 0 and 1: 6 GPUs free, but the 6-GPU gang B
+  // has no even split that fits (2x3, 3x2, 6x1). A phantom reservation of those 6 GPUs
+  // from the next second on would keep the 1-GPU job C out until 1000; C backfills.
+  const std::vector<TraceJob> trace = {job(1, 0, 1000, 3), job(2, 0, 1000, 3), job(3, 10, 100, 6),
+                                       job(4, 20, 100, 1)};
+  Options even = cluster(Policy::dl, 3, 4);
+  even.even_shapes = true;
+  const Result r = simulate(trace, even);
+  EXPECT_LT(r.outcomes[3].start_s, 1000);
+  EXPECT_GE(r.outcomes[2].start_s, 1000);
+}
+
 TEST(Sim, DecideChangesNothing) {
   const std::vector<TraceJob> trace = {job(1, 0, 1000, 4), job(2, 10, 100, 4), job(3, 11, 100, 2)};
   Simulator sim(trace, cluster(Policy::dl, 1, 4));
