@@ -617,9 +617,14 @@ struct Simulator::Impl {
   };
 
   Decision decide(bool try_preempt) const {
-    Decision d;
     const auto h = head();
-    if (!h) return d;
+    if (!h) return {};
+    return decide_for(*h, try_preempt);
+  }
+
+  Decision decide_for(std::uint32_t i, bool try_preempt) const {
+    Decision d;
+    const std::optional<std::uint32_t> h = i;
     const Job& j = jobs[*h];
     d.job = *h;
     auto alloc = place(j);
@@ -672,12 +677,32 @@ struct Simulator::Impl {
       if (d.alloc.empty()) {
         preempt_failed = {*h, version, now};
         schedule_checkpoint_tick(*h);
+        preempt_below_head();
         return;
       }
       for (const auto v : d.victims) preempt(static_cast<std::uint32_t>(v));
       std::vector<Alloc> alloc;
       for (const auto& [node, gpus] : d.alloc) alloc.push_back({node, gpus});
       start(*h, alloc, std::nullopt);
+    }
+  }
+
+  // Discretized queues: the jobs after a blocked head (up to bf_depth) that can start
+  // now by preempting jobs of a higher queue than theirs do so, highest first. (In
+  // Slurm, preempt/dl answers for every pending job that the main or the backfill
+  // scheduler tries, not only for the first.)
+  void preempt_below_head() {
+    if (o.policy != Policy::dl || !o.priority.discretized()) return;
+    std::vector<std::uint32_t> order = backfill_order();
+    for (std::size_t k = 1; k < order.size(); ++k) {
+      const std::uint32_t i = order[k];
+      if (jobs[i].state != State::pending) continue;
+      const Decision d = decide_for(i, true);
+      if (d.alloc.empty() || d.victims.empty()) continue;
+      for (const auto v : d.victims) preempt(static_cast<std::uint32_t>(v));
+      std::vector<Alloc> alloc;
+      for (const auto& [node, gpus] : d.alloc) alloc.push_back({node, gpus});
+      start(i, alloc, std::nullopt);
     }
   }
 

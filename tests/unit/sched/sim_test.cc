@@ -261,6 +261,17 @@ TEST(Sim, QueuesNoPreemptionWithinAQueue) {
   EXPECT_DOUBLE_EQ(r.lost_gpu_s, 60);  // its restore
 }
 
+TEST(Sim, QueuesAJobBehindABlockedHeadPreemptsForItself) {
+  // A (4 GPUs, cannot checkpoint) and L (4 GPUs, checkpointable, queue 1 from 250) run
+  // on 2 x 4 GPUs. The 8-GPU gang H (at 700) cannot start even by preempting L; the
+  // 1-GPU job S behind it (at 710) preempts L when L saves its checkpoint at 1200.
+  const std::vector<TraceJob> trace = {job(1, 0, 100000, 4), job(2, 0, 100000, 4, true),
+                                       job(3, 700, 100, 8), job(4, 710, 100, 1)};
+  const Result r = simulate(trace, queues(2, 4));
+  EXPECT_EQ(r.preemptions, 1u);
+  EXPECT_DOUBLE_EQ(r.outcomes[3].start_s, 1200);
+}
+
 TEST(Sim, QueuesNeverPreemptAJobThatCannotCheckpoint) {
   const std::vector<TraceJob> trace = {job(1, 0, 100000, 4, false), job(2, 300, 100, 4)};
   EXPECT_EQ(simulate(trace, queues(1, 4)).preemptions, 0u);
