@@ -20,9 +20,6 @@ namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr double kEps = 1e-6;
-// dl-sim's main scheduler looks at each checkpoint as it is saved: a victim must have
-// saved one within the last second (preempt/dl allows two site-factor intervals).
-constexpr double kCheckpointSlack = 1;
 
 struct Alloc {
   std::uint32_t node;
@@ -644,7 +641,7 @@ struct Simulator::Impl {
         const double attained = v.attained + v.hold * (now - v.run_start);
         if (!outranks(p, points(attained, v.waited, v.hold), o.priority)) continue;
         if (o.priority.discretized() &&
-            !just_checkpointed(progress_now(v), o.ckpt_every_s, kCheckpointSlack)) {
+            !just_checkpointed(progress_now(v), o.ckpt_every_s, checkpoint_slack())) {
           continue;
         }
         candidates.push_back(
@@ -687,6 +684,10 @@ struct Simulator::Impl {
     }
   }
 
+  // How long after a periodic checkpoint a job may still be a victim: preempt/dl's two
+  // site-factor intervals.
+  double checkpoint_slack() const { return 2.0 * static_cast<double>(o.priority.interval.count()); }
+
   // Discretized queues: the jobs after a blocked head (up to bf_depth) that can start
   // now by preempting jobs of a higher queue than theirs do so, highest first. (In
   // Slurm, preempt/dl answers for every pending job that the main or the backfill
@@ -727,7 +728,7 @@ struct Simulator::Impl {
       const double base = v.run_start + v.run_restore;
       const double k = std::max(1.0, std::ceil((crossed - base) / o.ckpt_every_s - 1e-9));
       double at = base + k * o.ckpt_every_s;
-      if (just_checkpointed(progress_now(v), o.ckpt_every_s, kCheckpointSlack) &&
+      if (just_checkpointed(progress_now(v), o.ckpt_every_s, checkpoint_slack()) &&
           crossed <= now + kEps) {
         at = now;
       }
