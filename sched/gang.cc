@@ -129,11 +129,11 @@ Shape shape_gang(const Gang& gang, const Capacity& c) {
     return s;
   }
   if (gang.elastic) {
-    if (gang.placement == Placement::spread) {
-      throw InputError(fmt::format(
-          "--dl-elastic={}:{} with --dl-placement=spread: an elastic gang grows by whole "
-          "nodes; use pack or switch",
-          gang.elastic->min, gang.elastic->max));
+    if (gang.placement == Placement::spread || gang.placement == Placement::even) {
+      throw InputError(
+          fmt::format("--dl-elastic={}:{} with --dl-placement={}: an elastic gang grows by whole "
+                      "nodes; use pack or switch",
+                      gang.elastic->min, gang.elastic->max, to_string(gang.placement)));
     }
     if (gang.elastic->max <= per_node) return packed(gang.elastic->max, per_node, one_switch);
     Shape s;
@@ -144,6 +144,7 @@ Shape shape_gang(const Gang& gang, const Capacity& c) {
     s.one_switch = one_switch;
     return s;
   }
+  if (gang.placement == Placement::even) return even_split(gang.gpus, per_node);
   if (gang.placement == Placement::spread) {
     const auto nodes = std::max<std::uint32_t>(nodes_with(c, nullptr, 1), 1);
     Shape s;
@@ -218,6 +219,7 @@ std::string describe(const Gang& gang, const Shape& shape, bool preemptible,
                                   : std::to_string(gang.gpus);
   std::string out = fmt::format("dl: {} GPUs as {}", gpus, shape.layout());
   if (gang.placement == Placement::spread) out += " spread";
+  if (gang.placement == Placement::even) out += " even";
   if (shape.one_switch) out += " on one switch";
   if (!tasks.empty()) out += ", " + tasks;
   if (gang.elastic) out += ", elastic";

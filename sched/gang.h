@@ -8,6 +8,9 @@
 //   spread  as many nodes as the partition has, the same number of GPUs on each:
 //           g = ceil(N / nodes) GPUs per node on ceil(N / g) nodes.
 //   switch  as pack, and a multi-node gang asks for one leaf switch (--switches=1).
+//   even    even_split() below: a gang that fits one node stays on one node (shared);
+//           a larger one is split evenly over shared nodes, no whole exclusive nodes
+//           (12 on 8-GPU nodes: 2x6). Never ragged.
 //   elastic MIN:MAX GPUs become a node range of whole nodes, ceil(MIN/G)-ceil(MAX/G)
 //           x G, exclusive (capped at the nodes the partition has); a range whose
 //           MAX fits one node is shaped as a pack gang of MAX GPUs.

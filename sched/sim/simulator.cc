@@ -341,13 +341,10 @@ struct Simulator::Impl {
         Shape s;
         try {
           if (o.even_shapes) {
+            // job_submit/dl's shape for --dl-placement=even, then the other even splits.
+            s = fit_gang(Gang{t.gpus, Placement::even, std::nullopt, std::nullopt}, capacity,
+                         "dl-sim");
             const auto all = even_splits(t.gpus, o.gpus_per_node, o.nodes);
-            if (all.empty()) {
-              throw InputError(fmt::format("{} GPUs as {} need more nodes than the {} there are",
-                                           t.gpus, even_split(t.gpus, o.gpus_per_node).layout(),
-                                           o.nodes));
-            }
-            s = all[0];
             for (std::size_t k = 1; k < all.size(); ++k) {
               j.more_shapes.emplace_back(all[k].nodes_min, all[k].gpus_per_node);
             }

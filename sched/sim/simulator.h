@@ -64,8 +64,9 @@ struct Options {
   // 120 s by default) plus one second before it may start again.
   double requeue_delay_s = 121;
   PriorityParams priority;  // dl: weights, aging and the preemption margin, or queues
-  // dl: gangs of more than a node split evenly over shared nodes (dl::even_split)
-  // instead of job_submit/dl's pack shape (whole exclusive nodes).
+  // dl: gangs shaped as job_submit/dl's --dl-placement=even (dl::even_split, shared
+  // nodes) and, when that does not fit now, another even split (dl::even_splits),
+  // instead of its default pack shape (whole exclusive nodes).
   bool even_shapes = false;
 };
 

@@ -251,5 +251,24 @@ TEST(EvenSplit, SmallGangsStayOnOneNodeLargerOnesSplitEvenlyOnSharedNodes) {
   }
 }
 
+TEST(Gang, EvenPlacementIsTheEvenSplitOnSharedNodes) {
+  const Gang g12{12, Placement::even, std::nullopt, std::nullopt};
+  const Shape s = fit_gang(g12, nodes(4, 8), "p");
+  EXPECT_EQ(s.layout(), "2x6");
+  EXPECT_FALSE(s.exclusive);
+  EXPECT_EQ(describe(g12, s, false), "dl: 12 GPUs as 2x6 even");
+  const Gang g3{3, Placement::even, std::nullopt, std::nullopt};
+  EXPECT_EQ(fit_gang(g3, nodes(4, 2), "p").layout(), "3x1");
+  EXPECT_EQ(
+      fit_gang(Gang{6, Placement::even, std::nullopt, std::nullopt}, nodes(4, 8), "p").layout(),
+      "1x6");
+  try {
+    fit_gang(Gang{9, Placement::even, std::nullopt, std::nullopt}, nodes(2, 4), "p");
+    FAIL() << "accepted";
+  } catch (const ShapeError& err) {
+    EXPECT_NE(std::string(err.what()).find("even gang of 3x3"), std::string::npos) << err.what();
+  }
+}
+
 }  // namespace
 }  // namespace dl
