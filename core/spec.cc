@@ -41,7 +41,9 @@ Placement parse_placement(const Source& s) {
   if (s.value == "pack") return Placement::pack;
   if (s.value == "spread") return Placement::spread;
   if (s.value == "switch") return Placement::leaf_switch;
-  throw InputError(fmt::format("{}={}: expected one of pack, spread, switch", s.label, s.value));
+  if (s.value == "even") return Placement::even;
+  throw InputError(
+      fmt::format("{}={}: expected one of pack, spread, switch, even", s.label, s.value));
 }
 
 std::string parse_label(const Source& s) {
@@ -116,6 +118,7 @@ std::string_view to_string(Placement p) {
     case Placement::pack: return "pack";
     case Placement::spread: return "spread";
     case Placement::leaf_switch: return "switch";
+    case Placement::even: return "even";
   }
   return "pack";
 }
@@ -123,7 +126,7 @@ std::string_view to_string(Placement p) {
 const std::vector<OptionInfo>& option_infos() {
   static const std::vector<OptionInfo> infos = {
       {"dl-gpus", "N", "GPUs for the whole gang: all start together or none", "DL_GPUS"},
-      {"dl-placement", "pack|spread|switch",
+      {"dl-placement", "pack|spread|switch|even",
        "pack: fewest nodes (default); spread: across nodes; switch: under one leaf switch",
        "DL_PLACEMENT"},
       {"dl-ckpt-dir", "PATH", "checkpoint directory (default <root>/<user>/<job id>)",

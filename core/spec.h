@@ -16,7 +16,7 @@
 
 namespace dl {
 
-enum class Placement { pack, spread, leaf_switch };
+enum class Placement { pack, spread, leaf_switch, even };
 
 std::string_view to_string(Placement p);
 

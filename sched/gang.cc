@@ -129,11 +129,11 @@ Shape shape_gang(const Gang& gang, const Capacity& c) {
     return s;
   }
   if (gang.elastic) {
-    if (gang.placement == Placement::spread) {
-      throw InputError(fmt::format(
-          "--dl-elastic={}:{} with --dl-placement=spread: an elastic gang grows by whole "
-          "nodes; use pack or switch",
-          gang.elastic->min, gang.elastic->max));
+    if (gang.placement == Placement::spread || gang.placement == Placement::even) {
+      throw InputError(
+          fmt::format("--dl-elastic={}:{} with --dl-placement={}: an elastic gang grows by whole "
+                      "nodes; use pack or switch",
+                      gang.elastic->min, gang.elastic->max, to_string(gang.placement)));
     }
     if (gang.elastic->max <= per_node) return packed(gang.elastic->max, per_node, one_switch);
     Shape s;
@@ -144,6 +144,7 @@ Shape shape_gang(const Gang& gang, const Capacity& c) {
     s.one_switch = one_switch;
     return s;
   }
+  if (gang.placement == Placement::even) return even_split(gang.gpus, per_node);
   if (gang.placement == Placement::spread) {
     const auto nodes = std::max<std::uint32_t>(nodes_with(c, nullptr, 1), 1);
     Shape s;
@@ -218,11 +219,50 @@ std::string describe(const Gang& gang, const Shape& shape, bool preemptible,
                                   : std::to_string(gang.gpus);
   std::string out = fmt::format("dl: {} GPUs as {}", gpus, shape.layout());
   if (gang.placement == Placement::spread) out += " spread";
+  if (gang.placement == Placement::even) out += " even";
   if (shape.one_switch) out += " on one switch";
   if (!tasks.empty()) out += ", " + tasks;
   if (gang.elastic) out += ", elastic";
   if (preemptible) out += ", preemptible";
   return out;
+}
+
+Shape even_split(std::uint32_t gpus, std::uint32_t gpus_per_node) {
+  if (gpus_per_node == 0) throw InputError("even_split: a node has no GPUs");
+  Shape s;
+  if (gpus <= gpus_per_node) {
+    s.gpus_per_node = gpus;
+    return s;
+  }
+  const std::uint32_t fewest = (gpus + gpus_per_node - 1) / gpus_per_node;
+  std::uint32_t nodes = fewest;
+  for (std::uint32_t n = fewest; n <= 2 * fewest && n <= gpus; ++n) {
+    if (gpus % n == 0 && gpus / n <= gpus_per_node) {
+      nodes = n;
+      break;
+    }
+  }
+  s.nodes_min = s.nodes_max = nodes;
+  s.gpus_per_node = (gpus + nodes - 1) / nodes;
+  return s;
+}
+
+std::vector<Shape> even_splits(std::uint32_t gpus, std::uint32_t gpus_per_node,
+                               std::uint32_t max_nodes) {
+  std::vector<Shape> shapes{even_split(gpus, gpus_per_node)};
+  if (shapes[0].nodes_min > max_nodes) return {};
+  // A small gang stays on one node; a gang no node count divides holds one split.
+  if (gpus <= gpus_per_node || shapes[0].nodes_min * shapes[0].gpus_per_node != gpus) {
+    return shapes;
+  }
+  for (std::uint32_t n = shapes[0].nodes_min + 1; n <= std::min(gpus, max_nodes); ++n) {
+    if (gpus % n != 0 || gpus / n > gpus_per_node) continue;
+    Shape s;
+    s.nodes_min = s.nodes_max = n;
+    s.gpus_per_node = gpus / n;
+    shapes.push_back(s);
+  }
+  return shapes;
 }
 
 }  // namespace dl

@@ -8,6 +8,9 @@
 //   spread  as many nodes as the partition has, the same number of GPUs on each:
 //           g = ceil(N / nodes) GPUs per node on ceil(N / g) nodes.
 //   switch  as pack, and a multi-node gang asks for one leaf switch (--switches=1).
+//   even    even_split() below: a gang that fits one node stays on one node (shared);
+//           a larger one is split evenly over shared nodes, no whole exclusive nodes
+//           (12 on 8-GPU nodes: 2x6). Never ragged.
 //   elastic MIN:MAX GPUs become a node range of whole nodes, ceil(MIN/G)-ceil(MAX/G)
 //           x G, exclusive (capped at the nodes the partition has); a range whose
 //           MAX fits one node is shaped as a pack gang of MAX GPUs.
@@ -74,6 +77,22 @@ class ShapeError : public InputError {
 // for a combination the rules do not define (elastic with spread, more nodes than
 // GPUs) and ShapeError for a partition without GPUs.
 Shape shape_gang(const Gang& gang, const Capacity& capacity);
+
+// A gang split evenly over shared nodes (no whole exclusive nodes): N <= G stays on
+// one node (small gangs are never split); a larger gang takes the fewest nodes n,
+// from ceil(N/G) to 2 x ceil(N/G), that divide N with N/n <= G (16 on 8-GPU nodes:
+// 2x8, 12: 2x6, 9: 3x3); when none does (a prime such as 11), ceil(N/G) nodes with
+// ceil(N / nodes) GPUs each (11: 2x6, one GPU held and unused). Never ragged.
+Shape even_split(std::uint32_t gpus, std::uint32_t gpus_per_node);
+
+// Every even split of a gang on at most `max_nodes` nodes, fewest nodes first:
+// even_split() and then the other node counts n that divide N with N/n <= G (12 on
+// 4-GPU nodes: 3x4, 4x3, 6x2, 12x1). A scheduler takes the first that fits now. Every
+// split holds exactly N GPUs, except the lone even_split() of a gang that no node
+// count from ceil(N/G) to 2 x ceil(N/G) divides (11 on 8-GPU nodes: 2x6 only). Empty
+// when even_split() needs more than max_nodes.
+std::vector<Shape> even_splits(std::uint32_t gpus, std::uint32_t gpus_per_node,
+                               std::uint32_t max_nodes);
 
 // Whether the shape could run in the partition when it is empty (at its node minimum).
 bool can_ever_run(const Shape& shape, const Capacity& capacity);

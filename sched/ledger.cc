@@ -156,4 +156,9 @@ ServiceLedger ServiceLedger::parse(std::string_view text) {
   return ledger;
 }
 
+std::uint32_t ServiceLedger::gpus(std::uint32_t job) const {
+  const auto it = jobs_.find(job);
+  return it == jobs_.end() ? 0 : it->second.gpus;
+}
+
 }  // namespace dl

@@ -31,6 +31,8 @@ class ServiceLedger {
   double attained(std::uint32_t job, std::int64_t now) const;
   // Seconds of all waits so far, the current one up to `now`.
   double waited(std::uint32_t job, std::int64_t now) const;
+  // The GPUs of the job's latest run (0: it never ran).
+  std::uint32_t gpus(std::uint32_t job) const;
 
   // Forgets every job for which `keep` returns false (purged by Slurm).
   template <typename Keep>

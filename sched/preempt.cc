@@ -18,6 +18,13 @@ double seconds_since_checkpoint(double run_s, std::optional<double> ckpt_every_s
   return std::fmod(run_s, *ckpt_every_s);
 }
 
+bool just_checkpointed(double progress_s, std::optional<double> ckpt_every_s, double slack_s) {
+  if (!ckpt_every_s || *ckpt_every_s <= 0) return true;
+  if (progress_s + 1e-6 < *ckpt_every_s) return false;
+  const double since = std::fmod(progress_s + 1e-6, *ckpt_every_s) - 1e-6;
+  return since <= slack_s;
+}
+
 std::vector<VictimCandidate> victim_order(std::vector<VictimCandidate> candidates) {
   candidates.erase(std::remove_if(candidates.begin(), candidates.end(),
                                   [](const VictimCandidate& c) { return !c.preemptible; }),
@@ -62,6 +69,9 @@ std::vector<VictimCandidate> choose_victims(std::vector<VictimCandidate> candida
 }
 
 bool outranks(double preemptor_points, double victim_points, const PriorityParams& p) {
+  if (p.discretized()) {
+    return queue_of_points(preemptor_points, p) < queue_of_points(victim_points, p);
+  }
   return preemptor_points >= victim_points + p.margin();
 }
 
@@ -70,7 +80,9 @@ bool may_preempt(const PreemptPair& pair, const PriorityParams& p) {
   if (pair.victim_tier < pair.preemptor_tier) return true;
   if (pair.victim_tier > pair.preemptor_tier) return false;
   return pair.victim_dl_preemptible && pair.dl_priority &&
-         outranks(pair.preemptor_points, pair.victim_points, p);
+         outranks(pair.preemptor_points, pair.victim_points, p) &&
+         (!p.discretized() || just_checkpointed(pair.victim_progress_s, pair.victim_ckpt_every_s,
+                                                2.0 * static_cast<double>(p.interval.count())));
 }
 
 seconds warn_time(seconds grace) {

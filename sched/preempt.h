@@ -16,6 +16,15 @@ namespace dl {
 // (re)start that is run_s mod ckpt_every_s; without, the whole run.
 double seconds_since_checkpoint(double run_s, std::optional<double> ckpt_every_s);
 
+// With discretized queues a running job is a victim only right after it has saved a
+// periodic checkpoint (`progress_s`: seconds of work since it (re)started, after
+// restoring): within `slack_s` after one of its checkpoints at ckpt_every_s,
+// 2 x ckpt_every_s, ... It then loses at most slack_s of work, every run keeps at
+// least one interval, and jobs of a lower queue are not started and stopped again
+// before they get anywhere. A job without periodic checkpoints (it checkpoints on the
+// signal) always qualifies.
+bool just_checkpointed(double progress_s, std::optional<double> ckpt_every_s, double slack_s);
+
 struct VictimCandidate {
   std::uint64_t id = 0;
   std::uint32_t gpus = 0;
@@ -61,17 +70,24 @@ struct PreemptPair {
   bool dl_priority = false;  // site_factor/dl computes the points below
   double victim_points = 0;
   double preemptor_points = 0;
+  // Discretized queues only (just_checkpointed): the victim's work in its current run.
+  double victim_progress_s = 0;
+  std::optional<double> victim_ckpt_every_s;
 };
 
 // Whether the preemptor may preempt the victim. Every job, DL or not and with or
 // without --dl-preemptible, is a victim of a job in a partition of a higher
 // PriorityTier, exactly as with preempt/partition_prio: slurm-dl never makes a job
 // harder to preempt. --dl-preemptible only adds: within the same tier, a victim of a
-// job whose DL priority outranks it by the margin (and checkpoint-and-requeue).
+// job whose DL priority outranks it by the margin (and checkpoint-and-requeue); with
+// discretized queues, of a job in a lower queue when it just_checkpointed() (slack:
+// two site-factor intervals, how often preempt/dl sees fresh points).
 bool may_preempt(const PreemptPair& pair, const PriorityParams& p);
 
 // Whether a pending job with `preemptor_points` may preempt a running preemptible job
-// with `victim_points` of the same tier: it must outrank it by PriorityParams::margin().
+// with `victim_points` of the same tier: it must outrank it by PriorityParams::margin();
+// with discretized queues, its points must stand for a lower queue than the victim's
+// (the victim crossed a queue threshold that the preemptor has not).
 bool outranks(double preemptor_points, double victim_points, const PriorityParams& p);
 
 // A preemptible job hears about its end (SIGUSR2 to its steps) warn_time before it:

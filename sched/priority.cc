@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <string>
 
 #include "core/error.h"
@@ -40,13 +41,32 @@ PriorityParams parse_priority_params(std::string_view text) {
       p.age_period = parse_duration(label, value, seconds(1), seconds(86400L * 365));
     } else if (key == "interval") {
       p.interval = parse_duration(label, value, seconds(1), seconds(3600));
+    } else if (key == "queues") {
+      p.queues.clear();
+      std::size_t from = 0;
+      while (from <= value.size()) {
+        const auto to = std::min(value.find(':', from), value.size());
+        const auto t = parse_duration(label, value.substr(from, to - from), seconds(1),
+                                      seconds(86400L * 365 * 1000));
+        if (!p.queues.empty() && static_cast<double>(t.count()) <= p.queues.back()) {
+          throw InputError(
+              fmt::format("priority parameter '{}': queue thresholds must be ascending", item));
+        }
+        p.queues.push_back(static_cast<double>(t.count()));
+        from = to + 1;
+      }
+      if (p.queues.size() > 100) {
+        throw InputError(fmt::format("priority parameter '{}': at most 100 thresholds", item));
+      }
+    } else if (key == "starve") {
+      p.starve_factor = static_cast<double>(parse_uint(label, value, 0, 1000));
     } else if (key == "preempt_margin") {
       p.preempt_margin = static_cast<std::uint32_t>(parse_uint(label, value, 0, 2 * kMaxWeight));
     } else {
-      throw InputError(
-          fmt::format("priority parameter '{}': unknown key '{}' (expected las_weight, age_weight, "
-                      "service_unit, levels, age_period, interval or preempt_margin)",
-                      item, key));
+      throw InputError(fmt::format(
+          "priority parameter '{}': unknown key '{}' (expected las_weight, age_weight, "
+          "service_unit, levels, age_period, interval, preempt_margin, queues or starve)",
+          item, key));
     }
     if (std::uint64_t{p.las_weight} + p.age_weight > kMaxWeight) {
       throw InputError(fmt::format(
@@ -76,7 +96,45 @@ double priority_points(double attained_gpu_s, double wait_s, const PriorityParam
   return las_points(attained_gpu_s, p) + age_points(wait_s, p);
 }
 
-std::uint32_t site_factor(double attained_gpu_s, double wait_s, const PriorityParams& p) {
+double PriorityParams::band() const {
+  return std::floor(las_weight / static_cast<double>(queue_count()));
+}
+
+std::uint32_t service_queue(double attained_gpu_s, const PriorityParams& p) {
+  return static_cast<std::uint32_t>(
+      std::upper_bound(p.queues.begin(), p.queues.end(), attained_gpu_s) - p.queues.begin());
+}
+
+bool starving(double wait_s, double run_s, const PriorityParams& p) {
+  return wait_s >= starving_after(run_s, p);
+}
+
+double starving_after(double run_s, const PriorityParams& p) {
+  if (p.starve_factor <= 0 || run_s <= 0) return std::numeric_limits<double>::infinity();
+  return p.starve_factor * run_s;
+}
+
+std::uint32_t pending_queue(double attained_gpu_s, double wait_s, std::uint32_t gpus,
+                            const PriorityParams& p) {
+  const double run_s = gpus > 0 ? attained_gpu_s / gpus : 0;
+  return starving(wait_s, run_s, p) ? 0 : service_queue(attained_gpu_s, p);
+}
+
+std::uint32_t queue_of_points(double points, const PriorityParams& p) {
+  const double band = std::max(p.band(), 1.0);
+  const double from_top = std::floor(std::max(points, 0.0) / band);
+  const double last = p.queue_count() - 1;
+  return static_cast<std::uint32_t>(std::max(0.0, last - std::min(from_top, last)));
+}
+
+std::uint32_t site_factor(double attained_gpu_s, double wait_s, const PriorityParams& p,
+                          std::uint32_t gpus) {
+  if (p.discretized()) {
+    const auto q = pending_queue(attained_gpu_s, wait_s, gpus, p);
+    const double band = p.band();
+    const double age = std::min(age_points(wait_s, p), std::max(band - 1, 0.0));
+    return static_cast<std::uint32_t>(std::floor(band * (p.queue_count() - 1 - q) + age));
+  }
   const double points = std::min(priority_points(attained_gpu_s, wait_s, p), 2e9);
   return static_cast<std::uint32_t>(std::lround(points));
 }

@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <optional>
 #include <string_view>
+#include <vector>
 
 namespace dl {
 
@@ -40,13 +41,29 @@ struct PriorityParams {
   // more service), so jobs do not take turns preempting each other at every step.
   std::optional<std::uint32_t> preempt_margin;
 
+  // Discretized least attained service (as Tiresias, NSDI'19), when `queues` holds
+  // thresholds (GPU-seconds, ascending): a job with attained service A is in queue k,
+  // the number of thresholds <= A; queue 0 first, jobs within a queue by how long
+  // they have waited (FIFO). A job that has waited starve_factor times its run time
+  // (A / its GPUs) is promoted to queue 0 (0: never). A pending job may preempt a
+  // running preemptible job of the same tier only when it is in a lower queue: the
+  // victim has crossed a threshold the preemptor has not. Empty: the continuous LAS
+  // above, with the margin.
+  std::vector<double> queues;
+  double starve_factor = 0;
+
   double margin() const;
+  bool discretized() const { return !queues.empty(); }
+  std::uint32_t queue_count() const { return static_cast<std::uint32_t>(queues.size()) + 1; }
+  // The site-factor points of one queue (las_weight / queue_count(), whole points).
+  double band() const;
 };
 
 // Parses PrioritySiteFactorParameters / dl-sim --priority-params: comma-separated
 // key=value with the keys las_weight, age_weight, service_unit, levels, age_period,
-// interval, preempt_margin (durations as "30s", "1h", "2d"). An empty string gives the
-// defaults.
+// interval, preempt_margin (durations as "30s", "1h", "2d"), queues (thresholds in
+// GPU-time separated by ':', ascending, e.g. "queues=1h:8h" for 1 and 8 GPU-hours)
+// and starve (a whole factor). An empty string gives the defaults.
 // Throws InputError naming the key and what is allowed; las_weight + age_weight must
 // not exceed 1,000,000,000 so that the factor stays inside Slurm's 32-bit priority.
 PriorityParams parse_priority_params(std::string_view text);
@@ -59,7 +76,25 @@ double priority_points(double attained_gpu_s, double wait_s, const PriorityParam
 
 // The value site_factor/dl gives Slurm (site factor, before Slurm's NICE_OFFSET),
 // capped at 2,000,000,000 (a job would have to wait ~50 years at the defaults).
-std::uint32_t site_factor(double attained_gpu_s, double wait_s, const PriorityParams& p);
+// With discretized queues: band() x (queue_count() - 1 - queue) plus the age points,
+// capped below one band so that waiting orders jobs only within their queue. `gpus`:
+// the job's GPUs (for the starvation guard's run time; 0 when unknown).
+std::uint32_t site_factor(double attained_gpu_s, double wait_s, const PriorityParams& p,
+                          std::uint32_t gpus = 0);
+
+// Discretized queues. The queue of a job that has had `attained_gpu_s` of service.
+std::uint32_t service_queue(double attained_gpu_s, const PriorityParams& p);
+// Whether the starvation guard promotes a job that has waited `wait_s` and run `run_s`
+// seconds (over its whole life) to queue 0.
+bool starving(double wait_s, double run_s, const PriorityParams& p);
+// The queue a pending job is served from: 0 when starving, else its service queue.
+std::uint32_t pending_queue(double attained_gpu_s, double wait_s, std::uint32_t gpus,
+                            const PriorityParams& p);
+// When (in seconds of waiting, counted over its life) a job that has run `run_s`
+// seconds starts starving; infinity when the guard is off or the job never ran.
+double starving_after(double run_s, const PriorityParams& p);
+// The queue that site-factor points stand for (their band).
+std::uint32_t queue_of_points(double points, const PriorityParams& p);
 
 // For schedulers that keep pending jobs sorted instead of rescoring them: a pending
 // job that had waited W before it became eligible again at time E has, at `now`,

@@ -8,6 +8,7 @@
 
 #include <map>
 #include <memory>
+#include <utility>
 
 #include "sched/gang.h"
 #include "sched/preempt.h"
@@ -23,9 +24,11 @@ constexpr std::uint32_t kPending = 10000;
 
 // Every node runs one 8-GPU job (half of them checkpointable) that started at 0;
 // then 10,000 jobs of 1 to 16 GPUs arrive, one a second, and wait.
-dl::sim::Simulator& loaded(Policy policy) {
-  static std::map<Policy, std::unique_ptr<dl::sim::Simulator>> sims;
-  auto& sim = sims[policy];
+// With `queues`: the discretized policy (queues=2h:32h, starve=8, even shapes), under
+// which every running job has crossed the first threshold, so the head looks for victims.
+dl::sim::Simulator& loaded(Policy policy, bool queues = false) {
+  static std::map<std::pair<Policy, bool>, std::unique_ptr<dl::sim::Simulator>> sims;
+  auto& sim = sims[{policy, queues}];
   if (!sim) {
     std::vector<dl::TraceJob> trace;
     std::uint64_t id = 1;
@@ -41,20 +44,26 @@ dl::sim::Simulator& loaded(Policy policy) {
     o.nodes = kNodes;
     o.gpus_per_node = kGpusPerNode;
     o.nodes_per_switch = 32;
+    if (queues) {
+      o.priority = dl::parse_priority_params("queues=2h:32h,starve=8");
+      o.even_shapes = true;
+    }
     sim = std::make_unique<dl::sim::Simulator>(std::move(trace), o);
     sim->run_until(kPending + 0.5);
   }
   return *sim;
 }
 
-void BM_Decision(benchmark::State& state, Policy policy) {
-  auto& sim = loaded(policy);
+void BM_Decision(benchmark::State& state, Policy policy, bool queues) {
+  auto& sim = loaded(policy, queues);
   for (auto _ : state) benchmark::DoNotOptimize(sim.decide());
   state.counters["pending"] = static_cast<double>(sim.pending());
   state.counters["running"] = static_cast<double>(sim.running());
 }
-BENCHMARK_CAPTURE(BM_Decision, dl, Policy::dl)->Unit(benchmark::kMicrosecond);
-BENCHMARK_CAPTURE(BM_Decision, fifo_backfill, Policy::fifo_backfill)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_Decision, dl, Policy::dl, false)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_Decision, dl_queues, Policy::dl, true)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_Decision, fifo_backfill, Policy::fifo_backfill, false)
+    ->Unit(benchmark::kMicrosecond);
 
 void BM_ShapeGang(benchmark::State& state) {
   dl::Capacity c;

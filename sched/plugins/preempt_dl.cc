@@ -12,7 +12,10 @@
 // partitions out of what a job may use before it tests the preemption candidates; the
 // candidates preempt_p_preemptable returns already exclude those jobs, so the same
 // non-DL jobs are preempted as with preempt/partition_prio (sched.bats tests both).
+#include <cstdlib>
 #include <cstring>
+#include <ctime>
+#include <optional>
 
 #include "config.h"
 #include "sched/plugins/controller.h"
@@ -36,6 +39,12 @@ double points(const job_record_t* job) {
   return static_cast<double>(static_cast<std::int64_t>(job->site_factor) - NICE_OFFSET);
 }
 
+// The job's --dl-ckpt-every in seconds (unset: no periodic checkpoints).
+std::optional<double> ckpt_every(const job_record_t* job) {
+  if (const auto v = spec_value(job, "DL_CKPT_EVERY")) return std::strtod(v->c_str(), nullptr);
+  return std::nullopt;
+}
+
 bool preemptable(const job_record_t* victim, const job_record_t* preemptor) {
   const part_record_t* vp = victim->part_ptr;
   const part_record_t* pp = preemptor->part_ptr;
@@ -48,6 +57,8 @@ bool preemptable(const job_record_t* victim, const job_record_t* preemptor) {
   pair.dl_priority = site_factor_is_dl();
   pair.victim_points = points(victim);
   pair.preemptor_points = points(preemptor);
+  pair.victim_progress_s = run_seconds(victim, std::time(nullptr));
+  pair.victim_ckpt_every_s = ckpt_every(victim);
   return may_preempt(pair, site_params());
 }
 
@@ -55,9 +66,8 @@ bool preemptable(const job_record_t* victim, const job_record_t* preemptor) {
 // their run time) times the time since its last checkpoint, which for a DL job with
 // --dl-ckpt-every is counted from its start in steps of that interval.
 double lost_gpu_seconds(const job_record_t* job) {
-  std::optional<double> every;
-  if (const auto v = spec_value(job, "DL_CKPT_EVERY")) every = std::strtod(v->c_str(), nullptr);
-  const double since = seconds_since_checkpoint(run_seconds(job, std::time(nullptr)), every);
+  const double since =
+      seconds_since_checkpoint(run_seconds(job, std::time(nullptr)), ckpt_every(job));
   return std::max<std::uint32_t>(allocated_gpus(job), 1) * since;
 }
 

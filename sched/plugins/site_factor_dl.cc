@@ -59,7 +59,8 @@ void observe(ServiceLedger& ledger, const job_record_t* job, std::time_t now) {
 void score(Plugin& p, job_record_t* job, std::time_t now) {
   observe(p.ledger, job, now);
   const auto points =
-      site_factor(p.ledger.attained(job->job_id, now), p.ledger.waited(job->job_id, now), p.params);
+      site_factor(p.ledger.attained(job->job_id, now), p.ledger.waited(job->job_id, now), p.params,
+                  p.ledger.gpus(job->job_id));
   job->site_factor = NICE_OFFSET + points;
 }
 

@@ -116,6 +116,11 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber);
   app.add_option("--priority-params", priority_text,
                  "dl priority and preemption margin, as PrioritySiteFactorParameters");
+  std::string shapes = "pack";
+  app.add_option("--shapes", shapes,
+                 "dl: gangs larger than a node as job_submit/dl's pack (whole nodes) or even "
+                 "(split evenly over shared nodes)")
+      ->capture_default_str();
   app.add_option("--requeue-delay", o.requeue_delay_s, "seconds Slurm holds a requeued job")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
@@ -164,6 +169,10 @@ int main(int argc, char** argv) {
     o.policy = dl::sim::parse_policy(policy_name);
     o.round_limits = !minute_limits;
     o.priority = dl::parse_priority_params(priority_text);
+    if (shapes != "pack" && shapes != "even") {
+      throw dl::InputError(fmt::format("--shapes={}: expected pack or even", shapes));
+    }
+    o.even_shapes = shapes == "even";
     std::vector<dl::TraceJob> jobs;
     try {
       jobs = dl::parse_trace(read_all(trace_path));

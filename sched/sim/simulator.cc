@@ -35,6 +35,9 @@ struct Job {
   std::uint32_t nodes = 1;         // dl: nodes of the shape
   std::uint32_t per_node = 0;      // dl: GPUs per node of the shape
   std::uint32_t hold = 0;          // GPUs held while running
+  // dl, even shapes: the other even splits (nodes, GPUs per node), tried in order when
+  // the first (nodes, per_node) does not fit.
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> more_shapes;
   State state = State::future;
   double eligible = 0;   // pending since
   double waited = 0;     // seconds pending before that (earlier waits)
@@ -113,11 +116,12 @@ std::vector<Alloc> place_fifo(const std::vector<std::uint32_t>& free, std::uint3
 }
 
 // A dl shape: one node with the fewest free GPUs that suffice (best fit, so large
-// holes stay whole), or `nodes` whole free nodes, under one leaf switch when one has
-// enough (the leaf with the fewest whole free nodes that suffice).
+// holes stay whole), or `nodes` nodes with `per_node` free GPUs each, those with the
+// fewest free GPUs first (whole nodes for a whole-node shape), under one leaf switch
+// when one has enough (the leaf with the fewest such nodes that suffice).
 std::vector<Alloc> place_dl(const std::vector<std::uint32_t>& free, std::uint32_t nodes,
-                            std::uint32_t per_node, std::uint32_t gpus_per_node,
-                            const std::vector<std::uint32_t>& leaf_of, std::uint32_t leaves) {
+                            std::uint32_t per_node, const std::vector<std::uint32_t>& leaf_of,
+                            std::uint32_t leaves) {
   std::vector<Alloc> alloc;
   const std::size_t n = free.size();
   if (nodes == 1) {
@@ -128,21 +132,26 @@ std::vector<Alloc> place_dl(const std::vector<std::uint32_t>& free, std::uint32_
     if (best != n) alloc.push_back({static_cast<std::uint32_t>(best), per_node});
     return alloc;
   }
-  // Multi-node gangs hold whole nodes (per_node == gpus_per_node).
   std::optional<std::uint32_t> leaf;
   if (leaves > 1) {
-    std::vector<std::uint32_t> whole(leaves, 0);
-    for (std::size_t k = 0; k < n; ++k) whole[leaf_of[k]] += free[k] == gpus_per_node;
+    std::vector<std::uint32_t> fit(leaves, 0);
+    for (std::size_t k = 0; k < n; ++k) fit[leaf_of[k]] += free[k] >= per_node;
     for (std::uint32_t l = 0; l < leaves; ++l) {
-      if (whole[l] >= nodes && (!leaf || whole[l] < whole[*leaf])) leaf = l;
+      if (fit[l] >= nodes && (!leaf || fit[l] < fit[*leaf])) leaf = l;
     }
   }
-  for (std::size_t k = 0; k < n && alloc.size() < nodes; ++k) {
-    if (free[k] == gpus_per_node && (!leaf || leaf_of[k] == *leaf)) {
-      alloc.push_back({static_cast<std::uint32_t>(k), per_node});
+  std::vector<std::uint32_t> cand;
+  for (std::size_t k = 0; k < n; ++k) {
+    if (free[k] >= per_node && (!leaf || leaf_of[k] == *leaf)) {
+      cand.push_back(static_cast<std::uint32_t>(k));
     }
   }
-  if (alloc.size() < nodes) alloc.clear();
+  if (cand.size() < nodes) return alloc;
+  std::stable_sort(cand.begin(), cand.end(),
+                   [&](std::uint32_t a, std::uint32_t b) { return free[a] < free[b]; });
+  cand.resize(nodes);
+  std::sort(cand.begin(), cand.end());
+  for (const auto k : cand) alloc.push_back({k, per_node});
   return alloc;
 }
 
@@ -229,7 +238,7 @@ class Profile {
   std::vector<std::int64_t> free_;
 };
 
-enum class Kind : std::uint8_t { end, eligible, backfill };
+enum class Kind : std::uint8_t { end, eligible, backfill, promote, tick };
 
 struct Event {
   double t;
@@ -288,6 +297,7 @@ struct Simulator::Impl {
   // arrived that fits in the free GPUs: otherwise every window only moved later.
   bool backfill_useful = false;
   bool backfill_queued = false;
+  double tick_at = kInf;  // the next checkpoint tick queued
   struct {
     std::uint32_t job = kNoJob;
     std::uint64_t version = 0;
@@ -330,8 +340,18 @@ struct Simulator::Impl {
       if (o.policy == Policy::dl) {
         Shape s;
         try {
-          s = fit_gang(Gang{t.gpus, Placement::pack, std::nullopt, std::nullopt}, capacity,
-                       "dl-sim");
+          if (o.even_shapes) {
+            // job_submit/dl's shape for --dl-placement=even, then the other even splits.
+            s = fit_gang(Gang{t.gpus, Placement::even, std::nullopt, std::nullopt}, capacity,
+                         "dl-sim");
+            const auto all = even_splits(t.gpus, o.gpus_per_node, o.nodes);
+            for (std::size_t k = 1; k < all.size(); ++k) {
+              j.more_shapes.emplace_back(all[k].nodes_min, all[k].gpus_per_node);
+            }
+          } else {
+            s = fit_gang(Gang{t.gpus, Placement::pack, std::nullopt, std::nullopt}, capacity,
+                         "dl-sim");
+          }
         } catch (const InputError& e) {
           throw InputError(
               fmt::format("job {}: {}", t.name.empty() ? std::to_string(t.id) : t.name, e.what()));
@@ -410,10 +430,24 @@ struct Simulator::Impl {
     if (o.policy == Policy::fifo_backfill) return place_fifo(free, j.hold);
     // Cheap answers from the histogram before scanning the nodes.
     std::uint64_t fitting = 0;
-    const std::uint32_t need = j.nodes == 1 ? j.per_node : o.gpus_per_node;
+    const std::uint32_t need = j.per_node;
     for (std::uint32_t g = need; g <= o.gpus_per_node; ++g) fitting += nodes_with_free[g];
-    if (fitting < j.nodes) return {};
-    return place_dl(free, j.nodes, j.per_node, o.gpus_per_node, leaf_of, leaves);
+    if (fitting >= j.nodes) {
+      auto alloc = place_dl(free, j.nodes, j.per_node, leaf_of, leaves);
+      if (!alloc.empty()) return alloc;
+    }
+    return place_other_shapes(free, j);
+  }
+
+  std::vector<Alloc> place_other_shapes(const std::vector<std::uint32_t>& f, const Job& j) const {
+    for (const auto& [nodes, per_node] : j.more_shapes) {
+      std::uint64_t fitting = 0;
+      for (std::uint32_t g = per_node; g <= o.gpus_per_node; ++g) fitting += nodes_with_free[g];
+      if (&f == &free && fitting < nodes) continue;
+      auto alloc = place_dl(f, nodes, per_node, leaf_of, leaves);
+      if (!alloc.empty()) return alloc;
+    }
+    return {};
   }
 
   // ---------------------------------------------------------------- queue
@@ -421,12 +455,36 @@ struct Simulator::Impl {
     Job& j = jobs[i];
     j.state = State::pending;
     j.eligible = now;
-    j.queue_key = o.policy == Policy::fifo_backfill
-                      ? j.t.submit_s
-                      : -queue_key(j.attained, j.eligible - j.waited, o.priority);
+    j.queue_key = key_of(j);
+    if (o.policy == Policy::dl && o.priority.discretized() && j.attained > 0) {
+      // The starvation guard: promoted to queue 0 once it has waited long enough.
+      const double after = starving_after(j.attained / j.hold, o.priority);
+      if (after != kInf && after > j.waited) {
+        events.push({now + (after - j.waited), Kind::promote, i, j.epoch});
+      }
+    }
     queue.emplace(j.queue_key, i);
     pending_gpus.insert(j.hold);
     backfill_useful |= j.hold <= free_total;
+    ++version;
+  }
+
+  // The pending order: fifo by submit time; dl by -dl::queue_key (which keeps the order
+  // of dl::priority_points while they wait), or with discretized queues by queue, then
+  // by how long the job has waited over its life (FIFO within a queue).
+  double key_of(const Job& j) const {
+    if (o.policy == Policy::fifo_backfill) return j.t.submit_s;
+    const double since = j.eligible - j.waited;
+    if (!o.priority.discretized()) return -queue_key(j.attained, since, o.priority);
+    const double wait = j.waited + now - j.eligible;
+    return pending_queue(j.attained, wait, j.hold, o.priority) * 1e13 + since;
+  }
+
+  void promote(std::uint32_t i) {
+    Job& j = jobs[i];
+    queue.erase({j.queue_key, i});
+    j.queue_key = key_of(j);
+    queue.emplace(j.queue_key, i);
     ++version;
   }
 
@@ -527,7 +585,7 @@ struct Simulator::Impl {
     Trial(const Impl& sim, const Job& preemptor) : sim_(sim), scratch_(sim.scratch) {
       scratch_ = sim.free;
       nodes_ = preemptor.nodes;
-      need_ = preemptor.nodes == 1 ? preemptor.per_node : sim.o.gpus_per_node;
+      need_ = preemptor.per_node;
       for (const auto f : scratch_) fitting_ += f >= need_;
     }
     void release(const VictimCandidate& v) override {
@@ -553,21 +611,36 @@ struct Simulator::Impl {
   };
 
   Decision decide(bool try_preempt) const {
-    Decision d;
     const auto h = head();
-    if (!h) return d;
+    if (!h) return {};
+    return decide_for(*h, try_preempt);
+  }
+
+  Decision decide_for(std::uint32_t i, bool try_preempt) const {
+    Decision d;
+    const std::optional<std::uint32_t> h = i;
     const Job& j = jobs[*h];
     d.job = *h;
     auto alloc = place(j);
     if (alloc.empty() && try_preempt && o.policy == Policy::dl) {
-      const double p = priority_points(j.attained, j.waited + now - j.eligible, o.priority);
+      // The points site_factor/dl would give them; preempt/dl's rule on them.
+      const auto points = [&](double attained, double wait, std::uint32_t gpus) {
+        return o.priority.discretized()
+                   ? static_cast<double>(site_factor(attained, wait, o.priority, gpus))
+                   : priority_points(attained, wait, o.priority);
+      };
+      const double p = points(j.attained, j.waited + now - j.eligible, j.hold);
       std::vector<VictimCandidate> candidates;
       std::int64_t reachable = free_total;
       for (const auto r : running) {
         const Job& v = jobs[r];
         if (!v.t.checkpointable) continue;
         const double attained = v.attained + v.hold * (now - v.run_start);
-        if (!outranks(p, priority_points(attained, v.waited, o.priority), o.priority)) continue;
+        if (!outranks(p, points(attained, v.waited, v.hold), o.priority)) continue;
+        if (o.priority.discretized() &&
+            !just_checkpointed(progress_now(v), o.ckpt_every_s, checkpoint_slack())) {
+          continue;
+        }
         candidates.push_back(
             {r, v.hold, seconds_since_checkpoint(progress_now(v), o.ckpt_every_s), true});
         reachable += v.hold;
@@ -578,7 +651,7 @@ struct Simulator::Impl {
           d.victims.push_back(v.id);
         }
         if (!d.victims.empty()) {
-          alloc = place_dl(scratch, j.nodes, j.per_node, o.gpus_per_node, leaf_of, leaves);
+          alloc = place_dl(scratch, j.nodes, j.per_node, leaf_of, leaves);
           if (alloc.empty()) throw std::logic_error("dl-sim: victims freed no room");
         }
       }
@@ -597,12 +670,70 @@ struct Simulator::Impl {
       const Decision d = decide(retry);
       if (d.alloc.empty()) {
         preempt_failed = {*h, version, now};
+        schedule_checkpoint_tick(*h);
+        preempt_below_head();
         return;
       }
       for (const auto v : d.victims) preempt(static_cast<std::uint32_t>(v));
       std::vector<Alloc> alloc;
       for (const auto& [node, gpus] : d.alloc) alloc.push_back({node, gpus});
       start(*h, alloc, std::nullopt);
+    }
+  }
+
+  // How long after a periodic checkpoint a job may still be a victim: preempt/dl's two
+  // site-factor intervals.
+  double checkpoint_slack() const { return 2.0 * static_cast<double>(o.priority.interval.count()); }
+
+  // Discretized queues: the jobs after a blocked head (up to bf_depth) that can start
+  // now by preempting jobs of a higher queue than theirs do so, highest first. (In
+  // Slurm, preempt/dl answers for every pending job that the main or the backfill
+  // scheduler tries, not only for the first.)
+  void preempt_below_head() {
+    if (o.policy != Policy::dl || !o.priority.discretized()) return;
+    std::vector<std::uint32_t> order = backfill_order();
+    for (std::size_t k = 1; k < order.size(); ++k) {
+      const std::uint32_t i = order[k];
+      if (jobs[i].state != State::pending) continue;
+      const Decision d = decide_for(i, true);
+      if (d.alloc.empty() || d.victims.empty()) continue;
+      for (const auto v : d.victims) preempt(static_cast<std::uint32_t>(v));
+      std::vector<Alloc> alloc;
+      for (const auto& [node, gpus] : d.alloc) alloc.push_back({node, gpus});
+      start(i, alloc, std::nullopt);
+    }
+  }
+
+  // Discretized queues: a running checkpointable job becomes a victim of the head when
+  // it has crossed the threshold of the head's queue and saved a periodic checkpoint;
+  // the main scheduler looks again at the first such moment (Slurm's runs every
+  // sched_interval anyway).
+  void schedule_checkpoint_tick(std::uint32_t h) {
+    if (o.policy != Policy::dl || !o.priority.discretized()) return;
+    const Job& head_job = jobs[h];
+    const auto q = pending_queue(head_job.attained, head_job.waited + now - head_job.eligible,
+                                 head_job.hold, o.priority);
+    if (q >= o.priority.queues.size()) return;  // the last queue preempts no one
+    const double threshold = o.priority.queues[q];
+    double t = kInf;
+    for (const auto r : running) {
+      const Job& v = jobs[r];
+      if (!v.t.checkpointable) continue;
+      const double attained = v.attained + v.hold * (now - v.run_start);
+      const double crossed = now + std::max(0.0, threshold - attained) / v.hold;
+      // Its first checkpoint at or after that.
+      const double base = v.run_start + v.run_restore;
+      const double k = std::max(1.0, std::ceil((crossed - base) / o.ckpt_every_s - 1e-9));
+      double at = base + k * o.ckpt_every_s;
+      if (just_checkpointed(progress_now(v), o.ckpt_every_s, checkpoint_slack()) &&
+          crossed <= now + kEps) {
+        at = now;
+      }
+      if (at > now + kEps) t = std::min(t, at);
+    }
+    if (t < tick_at) {
+      tick_at = t;
+      events.push({t, Kind::tick, kNoJob, 0});
     }
   }
 
@@ -626,10 +757,7 @@ struct Simulator::Impl {
     std::vector<std::uint32_t>& level = scratch;
     level = free;
     NodeReservation res;
-    const bool whole = o.policy == Policy::dl && j.nodes > 1;
-    const std::uint32_t need = o.policy == Policy::fifo_backfill ? 1
-                               : whole                           ? o.gpus_per_node
-                                                                 : j.per_node;
+    const std::uint32_t need = o.policy == Policy::fifo_backfill ? 1 : j.per_node;
     std::uint64_t have = 0;  // fifo: GPUs on the chosen nodes; dl: nodes that qualify
     const auto enough = [&] {
       return have >= (o.policy == Policy::fifo_backfill ? j.hold : j.nodes);
@@ -664,7 +792,9 @@ struct Simulator::Impl {
     scratch = free;
     for (const auto k : top.nodes) scratch[k] = 0;
     if (o.policy == Policy::fifo_backfill) return place_fifo(scratch, j.hold);
-    return place_dl(scratch, j.nodes, j.per_node, o.gpus_per_node, leaf_of, leaves);
+    auto alloc = place_dl(scratch, j.nodes, j.per_node, leaf_of, leaves);
+    if (alloc.empty()) alloc = place_other_shapes(scratch, j);
+    return alloc;
   }
 
   // Slurm's backfill pass: every pending job (up to bf_depth, best first) either
@@ -696,6 +826,7 @@ struct Simulator::Impl {
       const double need = need_of(j);
       const double horizon = now + std::min(o.bf_window_s, reach[k + 1]);
       double s = profile.earliest(j.hold, need, now, horizon);
+      bool shape_blocked = false;
       if (s <= now + kEps) {
         std::optional<double> slot;
         if (j.time_min) {
@@ -709,12 +840,18 @@ struct Simulator::Impl {
           start(i, alloc, slot);
           continue;
         }
-        // Enough GPUs in total but not in the shape: reserve from the next second on.
-        s = profile.earliest(j.hold, need, now + 1, horizon);
+        // Enough GPUs in total but not in the shape. The GPU totals cannot say when
+        // the shape fits; reserving them from the next second on would be a "phantom"
+        // reservation that keeps every lower job out of GPUs no one takes. The
+        // highest such job gets its nodes' reservation (below), the others none.
+        shape_blocked = true;
       }
       if (!top) {
         top = reserve_nodes(j);
         top->start = slot_up(now, o.bf_resolution_s, top->start);
+        if (shape_blocked) s = top->start;
+      } else if (shape_blocked) {
+        continue;
       }
       // Slurm reserves a job with a time_min for its time_min (backfill.c).
       if (s < horizon) profile.occupy(s, s + need, j.hold);
@@ -871,6 +1008,15 @@ struct Simulator::Impl {
           continue;
         }
         Job& j = jobs[e.job];
+        if (e.kind == Kind::tick) {
+          if (e.t == tick_at) tick_at = kInf;
+          ++version;  // the main pass tries preemption again
+          continue;
+        }
+        if (e.kind == Kind::promote) {
+          if (j.state == State::pending && j.epoch == e.epoch) promote(e.job);
+          continue;
+        }
         if (e.kind == Kind::eligible) {
           if (j.state == State::requeued && j.epoch == e.epoch) enqueue(e.job);
           continue;

@@ -63,7 +63,11 @@ struct Options {
   // Slurm holds a requeued job for the credential lifetime (AuthInfo cred_expire,
   // 120 s by default) plus one second before it may start again.
   double requeue_delay_s = 121;
-  PriorityParams priority;  // dl: weights, aging and the preemption margin
+  PriorityParams priority;  // dl: weights, aging and the preemption margin, or queues
+  // dl: gangs shaped as job_submit/dl's --dl-placement=even (dl::even_split, shared
+  // nodes) and, when that does not fit now, another even split (dl::even_splits),
+  // instead of its default pack shape (whole exclusive nodes).
+  bool even_shapes = false;
 };
 
 // One job's life in the simulation, for comparisons with a real controller.

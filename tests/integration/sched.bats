@@ -76,7 +76,7 @@ forever='echo "run ${SLURM_RESTART_COUNT:-0}"; srun sh -c "trap \"\" TERM USR2; 
   done
 }
 
-@test "shapes in scontrol show job: pack, spread, switch, elastic, preemptible" {
+@test "shapes in scontrol show job: pack, spread, switch, even, elastic, preemptible" {
   shape() {
     local job
     job=$(submit --hold "$@" -o /dev/null --wrap true)
@@ -89,6 +89,9 @@ forever='echo "run ${SLURM_RESTART_COUNT:-0}"; srun sh -c "trap \"\" TERM USR2; 
   [ "$(shape --dl-gpus=4 --dl-placement=spread)" = "4-4 gres:gpu:1 OK dl: 4 GPUs as 4x1 spread" ]
   [ "$(shape --dl-gpus=6 --dl-placement=spread)" = "3-3 gres:gpu:2 OK dl: 6 GPUs as 3x2 spread" ]
   [ "$(shape --dl-gpus=4 --dl-placement=switch)" = "2-2 gres:gpu:2 NO dl: 4 GPUs as 2x2 on one switch" ]
+  # even: split evenly over shared nodes, never whole exclusive nodes, never ragged.
+  [ "$(shape --dl-gpus=3 --dl-placement=even)" = "3-3 gres:gpu:1 OK dl: 3 GPUs as 3x1 even" ]
+  [ "$(shape --dl-gpus=2 --dl-placement=even)" = "1-1 gres:gpu:2 OK dl: 2 GPUs as 1x2 even" ]
   [ "$(shape --dl-elastic=2:8)" = "1-4 gres:gpu:2 NO dl: 2-8 GPUs as 1-4x2, elastic" ]
   [ "$(shape --dl-gpus=4 -N4)" = "4-4 gres:gpu:1 OK dl: 4 GPUs as 4x1" ]
   job=$(submit --hold --dl-gpus=4 --dl-placement=switch -o /dev/null --wrap true)

@@ -134,7 +134,7 @@ none" ]
 --dl-gpus=abc|--dl-gpus=abc: expected a whole number from 1 to 64
 --dl-gpus=0|--dl-gpus=0: expected a whole number from 1 to 64
 --dl-gpus=65|--dl-gpus=65: expected a whole number from 1 to 64
---dl-placement=random|--dl-placement=random: expected one of pack, spread, switch
+--dl-placement=random|--dl-placement=random: expected one of pack, spread, switch, even
 --dl-ckpt-dir=relative|--dl-ckpt-dir=relative: expected an absolute path
 --dl-ckpt-dir=/tmp/../etc|--dl-ckpt-dir=/tmp/../etc: '.' and '..' are not allowed in the path
 --dl-ckpt-dir=/etc/dl|--dl-ckpt-dir=/etc/dl: not under an allowed checkpoint root ($ckpt_root, /root)
@@ -287,7 +287,7 @@ node_up() { [[ ! $(sinfo -h -n "n$1" -o %T) =~ drain ]]; }
 @test "sbatch, srun and salloc --help list every option with its help" {
   for cmd in sbatch srun salloc; do
     run $cmd --help
-    for opt in dl-gpus=N 'dl-placement=pack|spread|switch' dl-ckpt-dir=PATH \
+    for opt in dl-gpus=N 'dl-placement=pack|spread|switch|even' dl-ckpt-dir=PATH \
       dl-ckpt-every=DURATION dl-ckpt-keep=N dl-preemptible dl-grace=DURATION \
       dl-max-restarts=N dl-elastic=MIN:MAX dl-experiment=NAME dl-trial=ID dl-watchdog=DURATION; do
       echo "$output" | grep -qF -- "--$opt" || { echo "$cmd --help lacks --$opt"; false; }

@@ -91,6 +91,9 @@ TEST(Spec, EnvironmentGivesDefaultsAndOptionsWin) {
   EXPECT_EQ(spec->gpus, 4u);
   EXPECT_TRUE(spec->preemptible);
   EXPECT_EQ(spec->placement, Placement::spread);
+  EXPECT_EQ(make_spec({{"dl-gpus", "4"}, {"dl-placement", "even"}}, env_of({}), {}, "/home/alice")
+                ->placement,
+            Placement::even);
   EXPECT_EQ(error_of({}, env_of({{"DL_PREEMPTIBLE", "maybe"}})),
             "DL_PREEMPTIBLE=maybe: expected 1/yes/true or 0/no/false");
 }
@@ -119,7 +122,7 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{{{"dl-gpus", "65"}}, "--dl-gpus=65: expected a whole number from 1 to 64"},
         BadCase{{{"dl-gpus", ""}}, "--dl-gpus=: expected a whole number from 1 to 64"},
         BadCase{{{"dl-placement", "random"}},
-                "--dl-placement=random: expected one of pack, spread, switch"},
+                "--dl-placement=random: expected one of pack, spread, switch, even"},
         BadCase{{{"dl-ckpt-dir", "relative/dir"}},
                 "--dl-ckpt-dir=relative/dir: expected an absolute path"},
         BadCase{{{"dl-ckpt-dir", "/home/alice/../bob"}},

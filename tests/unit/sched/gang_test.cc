@@ -220,5 +220,55 @@ TEST(Gang, OfSpecNeedsGpus) {
   EXPECT_EQ(g->placement, Placement::spread);
 }
 
+TEST(EvenSplit, SmallGangsStayOnOneNodeLargerOnesSplitEvenlyOnSharedNodes) {
+  const auto shape = [](std::uint32_t gpus) { return even_split(gpus, 8); };
+  EXPECT_EQ(shape(8).layout(), "1x8");
+  EXPECT_EQ(shape(3).layout(), "1x3");
+  EXPECT_EQ(shape(16).layout(), "2x8");
+  EXPECT_EQ(shape(12).layout(), "2x6");
+  EXPECT_EQ(shape(9).layout(), "3x3");
+  EXPECT_EQ(shape(11).layout(), "2x6");  // no even split of 11: one GPU held unused
+  EXPECT_EQ(shape(24).layout(), "3x8");
+  EXPECT_EQ(shape(20).layout(), "4x5");
+  // The other even splits, fewest nodes first, within the nodes there are.
+  std::vector<std::string> all;
+  for (const Shape& s : even_splits(12, 4, 6)) all.push_back(s.layout());
+  EXPECT_EQ(all, (std::vector<std::string>{"3x4", "4x3", "6x2"}));
+  EXPECT_TRUE(even_splits(16, 4, 3).empty());
+  EXPECT_EQ(even_splits(4, 4, 100).size(), 1u);  // a small gang: one node only
+  for (std::uint32_t g = 1; g <= 64; ++g) {
+    const Shape s = even_split(g, 8);
+    for (const Shape& other : even_splits(g, 8, 100)) {
+      EXPECT_EQ(other.nodes_min * other.gpus_per_node, s.nodes_min * s.gpus_per_node) << g;
+      EXPECT_LE(other.gpus_per_node, 8u) << g;
+    }
+    EXPECT_FALSE(s.exclusive) << g;
+    EXPECT_GE(s.nodes_min * s.gpus_per_node, g) << g;
+    EXPECT_LT(s.nodes_min * s.gpus_per_node - g, s.nodes_min) << g;
+    if (g <= 8) {
+      EXPECT_EQ(s.nodes_min, 1u) << g;
+    }
+  }
+}
+
+TEST(Gang, EvenPlacementIsTheEvenSplitOnSharedNodes) {
+  const Gang g12{12, Placement::even, std::nullopt, std::nullopt};
+  const Shape s = fit_gang(g12, nodes(4, 8), "p");
+  EXPECT_EQ(s.layout(), "2x6");
+  EXPECT_FALSE(s.exclusive);
+  EXPECT_EQ(describe(g12, s, false), "dl: 12 GPUs as 2x6 even");
+  const Gang g3{3, Placement::even, std::nullopt, std::nullopt};
+  EXPECT_EQ(fit_gang(g3, nodes(4, 2), "p").layout(), "3x1");
+  EXPECT_EQ(
+      fit_gang(Gang{6, Placement::even, std::nullopt, std::nullopt}, nodes(4, 8), "p").layout(),
+      "1x6");
+  try {
+    fit_gang(Gang{9, Placement::even, std::nullopt, std::nullopt}, nodes(2, 4), "p");
+    FAIL() << "accepted";
+  } catch (const ShapeError& err) {
+    EXPECT_NE(std::string(err.what()).find("even gang of 3x3"), std::string::npos) << err.what();
+  }
+}
+
 }  // namespace
 }  // namespace dl

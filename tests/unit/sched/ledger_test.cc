@@ -83,5 +83,13 @@ TEST(Ledger, ParseRejectsDamagedState) {
   EXPECT_THROW(ServiceLedger::parse(other), InputError);
 }
 
+TEST(Ledger, RemembersTheGpusOfTheLatestRun) {
+  ServiceLedger l;
+  EXPECT_EQ(l.gpus(7), 0u);
+  l.running(7, 1000, 4, 1010);
+  EXPECT_EQ(l.gpus(7), 4u);
+  EXPECT_EQ(ServiceLedger::parse(l.serialize()).gpus(7), 4u);
+}
+
 }  // namespace
 }  // namespace dl

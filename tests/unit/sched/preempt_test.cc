@@ -165,5 +165,44 @@ TEST(Preempt, WithinATierOnlyDlPreemptibleJobsOutrankedByTheMargin) {
   EXPECT_FALSE(may_preempt(pair, p));
 }
 
+TEST(PreemptQueues, OnlyAJobInALowerQueuePreempts) {
+  const auto p = parse_priority_params("queues=1000s:100000s,age_period=1d");
+  const double fresh = site_factor(0, 0, p, 4);
+  const double crossed = site_factor(1500, 0, p, 4);        // queue 1
+  const double same_queue = site_factor(900, 50000, p, 4);  // queue 0, aged
+  EXPECT_TRUE(outranks(fresh, crossed, p));
+  EXPECT_FALSE(outranks(crossed, fresh, p));
+  // Within a queue no one preempts, however long either has waited.
+  EXPECT_FALSE(outranks(same_queue, fresh, p));
+  EXPECT_FALSE(outranks(fresh, same_queue, p));
+  PreemptPair pair;
+  pair.victim_dl_preemptible = true;
+  pair.dl_priority = true;
+  pair.victim_points = crossed;
+  pair.preemptor_points = fresh;
+  EXPECT_TRUE(may_preempt(pair, p));
+  pair.victim_dl_preemptible = false;  // preemptible (checkpointable) jobs only
+  EXPECT_FALSE(may_preempt(pair, p));
+}
+
+TEST(PreemptQueues, AVictimOnlyRightAfterACheckpoint) {
+  EXPECT_FALSE(just_checkpointed(599, 600.0, 60));  // none saved yet in this run
+  EXPECT_TRUE(just_checkpointed(600, 600.0, 60));
+  EXPECT_TRUE(just_checkpointed(1259, 600.0, 60));
+  EXPECT_FALSE(just_checkpointed(1261, 600.0, 60));
+  EXPECT_TRUE(just_checkpointed(5, std::nullopt, 60));  // checkpoints on the signal
+  const auto p = parse_priority_params("queues=1000s,interval=30s");
+  PreemptPair pair;
+  pair.victim_dl_preemptible = true;
+  pair.dl_priority = true;
+  pair.victim_points = site_factor(5000, 0, p, 1);
+  pair.preemptor_points = site_factor(0, 0, p, 1);
+  pair.victim_ckpt_every_s = 600;
+  pair.victim_progress_s = 1230;  // 30 s after its second checkpoint: within 2 x 30 s
+  EXPECT_TRUE(may_preempt(pair, p));
+  pair.victim_progress_s = 1300;
+  EXPECT_FALSE(may_preempt(pair, p));
+}
+
 }  // namespace
 }  // namespace dl

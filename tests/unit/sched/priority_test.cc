@@ -48,7 +48,7 @@ TEST(Priority, DefaultsAndEveryKey) {
 TEST(Priority, BadParametersAreRejectedWithTheKey) {
   EXPECT_EQ(error_of("bogus=1"),
             "priority parameter 'bogus=1': unknown key 'bogus' (expected las_weight, age_weight, "
-            "service_unit, levels, age_period, interval or preempt_margin)");
+            "service_unit, levels, age_period, interval, preempt_margin, queues or starve)");
   EXPECT_EQ(error_of("levels"), "priority parameter 'levels': expected key=value");
   EXPECT_EQ(error_of("levels=0"), "levels=0: expected a whole number from 1 to 1000");
   EXPECT_EQ(error_of("interval=2h"),
@@ -119,6 +119,50 @@ TEST(Priority, QueueKeyKeepsTheOrderOfPendingJobs) {
       EXPECT_DOUBLE_EQ(by_key[i].eligible, by_points[i].eligible) << i;
     }
   }
+}
+
+TEST(PriorityQueues, ParsesThresholdsAndTheStarvationFactor) {
+  const auto p = parse_priority_params("queues=1h:8h,starve=4");
+  EXPECT_EQ(p.queues, (std::vector<double>{3600, 28800}));
+  EXPECT_DOUBLE_EQ(p.starve_factor, 4);
+  EXPECT_TRUE(p.discretized());
+  EXPECT_FALSE(parse_priority_params("").discretized());
+  EXPECT_NE(error_of("queues=8h:1h").find("ascending"), std::string::npos);
+  EXPECT_NE(error_of("queues=").find("queues"), std::string::npos);
+  EXPECT_NE(error_of("starve=x").find("starve"), std::string::npos);
+}
+
+TEST(PriorityQueues, AJobIsInTheQueueOfTheThresholdsItHasPassed) {
+  const auto p = parse_priority_params("queues=1000s:100000s");
+  EXPECT_EQ(service_queue(0, p), 0u);
+  EXPECT_EQ(service_queue(999, p), 0u);
+  EXPECT_EQ(service_queue(1000, p), 1u);
+  EXPECT_EQ(service_queue(99999, p), 1u);
+  EXPECT_EQ(service_queue(1e9, p), 2u);
+}
+
+TEST(PriorityQueues, TheStarvationGuardPromotesAfterSeveralTimesTheRunTime) {
+  auto p = parse_priority_params("queues=1000s:100000s,starve=3");
+  // 4 GPUs, 2000 GPU-s: 500 s of run time; starving after 1500 s of waiting.
+  EXPECT_EQ(pending_queue(2000, 1499, 4, p), 1u);
+  EXPECT_EQ(pending_queue(2000, 1500, 4, p), 0u);
+  EXPECT_DOUBLE_EQ(starving_after(500, p), 1500);
+  p.starve_factor = 0;  // off
+  EXPECT_EQ(pending_queue(2000, 1e9, 4, p), 1u);
+}
+
+TEST(PriorityQueues, SiteFactorsOrderByQueueThenByWait) {
+  const auto p = parse_priority_params("queues=1000s:100000s,age_period=1d");
+  // A job that has waited long in a lower queue still ranks below a new one above it.
+  const auto q0_new = site_factor(0, 0, p, 4);
+  const auto q1_old = site_factor(2000, 1e7, p, 4);
+  const auto q1_new = site_factor(2000, 0, p, 4);
+  EXPECT_GT(q0_new, q1_old);
+  EXPECT_GT(q1_old, q1_new);
+  EXPECT_EQ(queue_of_points(q0_new, p), 0u);
+  EXPECT_EQ(queue_of_points(q1_old, p), 1u);
+  EXPECT_EQ(queue_of_points(q1_new, p), 1u);
+  EXPECT_EQ(queue_of_points(site_factor(1e9, 5e6, p, 4), p), 2u);
 }
 
 }  // namespace

@@ -229,6 +229,112 @@ TEST(Sim, DlStartsACheckpointableJobInAShorterHoleAndRequeuesItAtTheEnd) {
   EXPECT_DOUBLE_EQ(f.makespan_s, 1100 + 5000);
 }
 
+// Discretized least attained service (queues at 1000 and 100000 GPU-seconds).
+Options queues(std::uint32_t nodes, std::uint32_t gpus, double starve = 0) {
+  Options o = cluster(Policy::dl, nodes, gpus);
+  o.priority.queues = {1000, 100000};
+  o.priority.starve_factor = starve;
+  return o;
+}
+
+TEST(Sim, QueuesANewJobPreemptsAJobThatCrossedAThresholdOnceItHasCheckpointed) {
+  // L has 4 x 300 = 1200 GPU-s at 300: past the first threshold (queue 1); the new job
+  // is in queue 0. L becomes a victim when it saves its first checkpoint, at 600, and
+  // loses no work (only its restore later).
+  const std::vector<TraceJob> trace = {job(1, 0, 100000, 4, true), job(2, 300, 100, 4)};
+  const Result r = simulate(trace, queues(1, 4));
+  EXPECT_EQ(r.preemptions, 1u);
+  EXPECT_DOUBLE_EQ(r.outcomes[1].start_s, 600);
+  EXPECT_DOUBLE_EQ(r.lost_gpu_s, 4 * 60);
+  // The continuous LAS at its defaults lets it wait (about 31 GPU-hours short).
+  EXPECT_EQ(simulate(trace, cluster(Policy::dl, 1, 4)).preemptions, 0u);
+}
+
+TEST(Sim, QueuesNoPreemptionWithinAQueue) {
+  // L (1 GPU) saves its first checkpoint at 600, when both are in queue 0, crosses
+  // 1000 GPU-s at 1000 and saves its next checkpoint at 1200: the new job (at 100)
+  // preempts it then, losing nothing.
+  const std::vector<TraceJob> trace = {job(1, 0, 100000, 1, true), job(2, 100, 100, 1)};
+  const Result r = simulate(trace, queues(1, 1));
+  EXPECT_EQ(r.preemptions, 1u);
+  EXPECT_DOUBLE_EQ(r.outcomes[1].start_s, 1200);
+  EXPECT_DOUBLE_EQ(r.lost_gpu_s, 60);  // its restore
+}
+
+TEST(Sim, QueuesAJobBehindABlockedHeadPreemptsForItself) {
+  // A (4 GPUs, cannot checkpoint) and L (4 GPUs, checkpointable, queue 1 from 250) run
+  // on 2 x 4 GPUs. The 8-GPU gang H (at 700) cannot start even by preempting L; the
+  // 1-GPU job S behind it (at 710) preempts L when L saves its checkpoint at 1200.
+  const std::vector<TraceJob> trace = {job(1, 0, 100000, 4), job(2, 0, 100000, 4, true),
+                                       job(3, 700, 100, 8), job(4, 710, 100, 1)};
+  const Result r = simulate(trace, queues(2, 4));
+  EXPECT_EQ(r.preemptions, 1u);
+  EXPECT_DOUBLE_EQ(r.outcomes[3].start_s, 1200);
+}
+
+TEST(Sim, QueuesNeverPreemptAJobThatCannotCheckpoint) {
+  const std::vector<TraceJob> trace = {job(1, 0, 100000, 4, false), job(2, 300, 100, 4)};
+  EXPECT_EQ(simulate(trace, queues(1, 4)).preemptions, 0u);
+}
+
+TEST(Sim, QueuesFifoWithinAQueue) {
+  // A runs; B (long) and then C (short) wait, both in queue 0: B starts first.
+  const std::vector<TraceJob> trace = {job(1, 0, 200, 4), job(2, 10, 5000, 4), job(3, 20, 10, 4)};
+  const Result r = simulate(trace, queues(1, 4));
+  EXPECT_LT(r.outcomes[1].start_s, r.outcomes[2].start_s);
+}
+
+TEST(Sim, QueuesTheStarvationGuardPromotesAJobThatWaitedLong) {
+  // A (checkpointable, queue 1 from 250) is preempted by B (at 300) when it saves its
+  // first checkpoint at 600; B runs 5000 s. C (queue 0, at 1000) would come before A;
+  // with starve=2 A is back in queue 0 once it has waited twice its 600 s of run time
+  // (eligible at 721, promoted at 1921), and as it has waited longer than C it runs
+  // first.
+  const std::vector<TraceJob> trace = {job(1, 0, 2000, 4, true), job(2, 300, 5000, 4),
+                                       job(3, 1000, 100, 4)};
+  const Result guarded = simulate(trace, queues(1, 4, 2));
+  EXPECT_LE(guarded.outcomes[0].end_s, guarded.outcomes[2].start_s);
+  const Result unguarded = simulate(trace, queues(1, 4, 0));
+  EXPECT_GT(unguarded.outcomes[0].end_s, unguarded.outcomes[2].start_s);
+}
+
+TEST(Sim, EvenShapesUseSharedNodesAndNeverSplitSmallGangs) {
+  // Nodes 0 and 1 are partly busy (7 and 2 GPUs): a 12-GPU gang runs at once as 2x6
+  // on nodes 1 and 2; as pack (2 whole nodes x 8) it waits for the small jobs.
+  const std::vector<TraceJob> trace = {job(1, 0, 1000, 7), job(2, 0, 1000, 2), job(3, 1, 100, 12),
+                                       job(4, 2, 100, 8)};
+  Options even = cluster(Policy::dl, 3, 8);
+  even.even_shapes = true;
+  const Result e = simulate(trace, even);
+  EXPECT_DOUBLE_EQ(e.outcomes[2].start_s, 1);
+  EXPECT_EQ(e.split_small_jobs, 0u);
+  const Result p = simulate(trace, cluster(Policy::dl, 3, 8));
+  EXPECT_GE(p.outcomes[2].start_s, 1000);
+}
+
+TEST(Sim, EvenShapesTakeAnotherEvenSplitWhenTheFirstDoesNotFit) {
+  // Six 4-GPU nodes with one GPU free each: a 6-GPU gang (2x3 first) runs as 6x1.
+  std::vector<TraceJob> trace;
+  for (std::uint64_t id = 1; id <= 6; ++id) trace.push_back(job(id, 0, 1000, 3));
+  trace.push_back(job(7, 5, 100, 6));
+  Options even = cluster(Policy::dl, 6, 4);
+  even.even_shapes = true;
+  EXPECT_DOUBLE_EQ(simulate(trace, even).outcomes[6].start_s, 5);
+}
+
+TEST(Sim, DlBackfillsPastAJobThatFitsByGpuTotalsButNotByItsShape) {
+  // 3 nodes x 4 GPUs with 3 busy on nodes 0 and 1: 6 GPUs free, but the 6-GPU gang B
+  // has no even split that fits (2x3, 3x2, 6x1). A phantom reservation of those 6 GPUs
+  // from the next second on would keep the 1-GPU job C out until 1000; C backfills.
+  const std::vector<TraceJob> trace = {job(1, 0, 1000, 3), job(2, 0, 1000, 3), job(3, 10, 100, 6),
+                                       job(4, 20, 100, 1)};
+  Options even = cluster(Policy::dl, 3, 4);
+  even.even_shapes = true;
+  const Result r = simulate(trace, even);
+  EXPECT_LT(r.outcomes[3].start_s, 1000);
+  EXPECT_GE(r.outcomes[2].start_s, 1000);
+}
+
 TEST(Sim, DecideChangesNothing) {
   const std::vector<TraceJob> trace = {job(1, 0, 1000, 4), job(2, 10, 100, 4), job(3, 11, 100, 2)};
   Simulator sim(trace, cluster(Policy::dl, 1, 4));
