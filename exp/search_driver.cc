@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <set>
 #include <thread>
@@ -528,6 +529,9 @@ class Driver {
       feed({{Event::Kind::failed, op.trial, 0, 0, why}});
       return;
     }
+    // Fault injection for the tests: die like `kill -9` between sbatch and the record of
+    // its job, the one instant a restarted driver must find a job by its name.
+    if (++sbatch_calls_ == kill_after_sbatch_) ::raise(SIGKILL);
     append({{"kind", "search"}, {"rec", "submitted"}, {"op", op.index}, {"job", job}});
     jobs_[op.index] = job;
     trial_event(op.trial, "submitted",
@@ -589,7 +593,10 @@ class Driver {
       }
       if (active_state(state)) {
         // dlrun holds a job whose restarts are used up: that run failed.
-        if (state != "PENDING" || reason != "job_requeued_in_held_state") continue;
+        if (state != "PENDING" ||
+            (reason != "job_requeued_in_held_state" && reason != "job requeued in held state")) {
+          continue;
+        }
         run_command({"scancel", job});
         state = "HELD";
       }
@@ -655,6 +662,11 @@ class Driver {
   std::map<std::int64_t, double> intent_;
   std::map<std::int64_t, std::string> jobs_;
   std::map<std::int64_t, bool> done_;
+  int sbatch_calls_ = 0;
+  int kill_after_sbatch_ = [] {
+    const char* n = std::getenv("DL_SEARCH_KILL_AFTER_SBATCH");
+    return n ? std::atoi(n) : -1;
+  }();
 };
 
 }  // namespace
