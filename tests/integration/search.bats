@@ -4,7 +4,8 @@
 # its own checkpoint at the step after its last rung; a driver killed with SIGKILL (once
 # right after sbatch, before it recorded the job) carries on without a duplicate trial or
 # a lost result; a trial that always fails is retried, then failed, and the search goes
-# on; a bad file is rejected with file, line and reason, nothing queued.
+# on; a bad file is rejected with file, line and reason, nothing queued; pause, resume,
+# stop; the driver as a batch job (--as-job).
 
 load helpers
 
@@ -202,4 +203,15 @@ assert {t["id"]: t["state"] for t in d["trials"]} == {"t001": "failed", "t002": 
   dl-exp show "$EXP" --json | check_json '
 s = [t["state"] for t in d["trials"]]
 assert s and all(x in ("stopped", "completed") for x in s), s'
+}
+
+@test "search 6: --as-job runs the driver as a batch job" {
+  run dl-search submit --as-job asha.yaml
+  [ "$status" -eq 0 ]
+  driver=$(echo "$output" | tail -n 1)
+  [[ $driver =~ ^[0-9]+$ ]]
+  [ "$(job_field "$driver" JobName)" = "dls-driver.$EXP" ]
+  wait_state "$driver" COMPLETED 120
+  grep -q "search '$EXP' complete; best trial t" "$DL_EXP_ROOT/$EXP/driver.$driver.out"
+  dl-search status "$EXP" --json | check_json 'assert d["finished"] and d["complete"], d'
 }
