@@ -11,7 +11,7 @@ workers where one training step is one time unit of one GPU, with the same GPU b
           with its RandomSampler, W trials in flight (ask/tell), reporting at every step
           where a pruner can decide
 
-All four sample hyperparameters at random and see the same curves; rungs at 1, 3, 9, 27
+All four sample hyperparameters at random and see the same curves; rungs at 3, 9, 27
 and 81 steps for all (divisor/reduction factor 3). Prints the median over seeds of the
 time to the target and of the GPU time spent by then, and the ratios.
 
@@ -47,7 +47,7 @@ def best_achievable():
             x = 1.0
             q = (0.03 * (np.log10(L) + 2) ** 2 + 0.0003 * (width - 5) ** 2 + 0.01 * (M - 0.8) ** 2
                  + {"relu": 0.0, "tanh": 0.01, "sigmoid": 0.03}[act])
-            rate = 4.0 * (0.5 + 2.0 * np.sqrt(L)) * (1.5 - M) * (2.0 if act == "tanh" else 1.0)
+            rate = 3.0 * (1.0 + np.sqrt(L)) * (1.3 - 0.5 * M) * (1.5 if act == "tanh" else 1.0)
             v = 0.2 + q + 1.3 * np.exp(-rate * x)
             v = np.where(L > 0.1, v + 0.3 * x * x * np.log10(L * 10), v)
             best = min(best, float(v.min()))
@@ -57,9 +57,9 @@ def best_achievable():
 def optuna_run(optuna, pruner_name, seed, workers, gpu_budget, best):
     B = curves.BUDGET
     if pruner_name == "sha":
-        pruner = optuna.pruners.SuccessiveHalvingPruner(min_resource=1, reduction_factor=3)
+        pruner = optuna.pruners.SuccessiveHalvingPruner(min_resource=3, reduction_factor=3)
     else:
-        pruner = optuna.pruners.HyperbandPruner(min_resource=1, max_resource=B, reduction_factor=3)
+        pruner = optuna.pruners.HyperbandPruner(min_resource=3, max_resource=B, reduction_factor=3)
     study = optuna.create_study(direction="minimize",
                                 sampler=optuna.samplers.RandomSampler(seed=seed), pruner=pruner)
     heap, gpu, n = [], 0, 0
@@ -70,15 +70,15 @@ def optuna_run(optuna, pruner_name, seed, workers, gpu_budget, best):
         hp = (trial.suggest_float("lr", 1e-4, 1.0, log=True), trial.suggest_int("width", 1, 8),
               trial.suggest_categorical("act", ACTS), trial.suggest_float("momentum", 0.0, 0.99))
         n += 1
-        gpu += 1
-        heapq.heappush(heap, (t + 1, w, n, trial, hp, 1))
+        gpu += 3
+        heapq.heappush(heap, (t + 3, w, n, trial, hp, 3))
 
     for w in range(workers):
         start(0, w)
-    # Pruners decide only when the steps done reach a rung (1, 3, 9, 27): a trial runs from
+    # Pruners decide only when the steps done reach a rung (3, 9, 27): a trial runs from
     # one such point to the next in one event, reporting there (the same decisions as
     # reporting every step, at a fraction of Optuna's per-call cost).
-    checks = [1, 3, 9, 27, B]
+    checks = [3, 9, 27, B]
     while heap and gpu < gpu_budget:
         t, w, k, trial, hp, done = heapq.heappop(heap)
         v = curves.loss(*hp, done - 1)
@@ -113,7 +113,7 @@ def main():
     p.add_argument("--sim", required=True)
     p.add_argument("--seeds", type=int, default=10)
     p.add_argument("--workers", type=int, default=8)
-    p.add_argument("--gpu-budget", type=int, default=32000)
+    p.add_argument("--gpu-budget", type=int, default=16000)
     args = p.parse_args()
 
     # The C++ and Python curves agree.
@@ -129,7 +129,7 @@ def main():
         t0 = time.monotonic()
         out = subprocess.check_output([args.sim, "--searcher", name, "--workers", str(args.workers),
                                        "--gpu-budget", str(args.gpu_budget), "--best", repr(best),
-                                       "--seeds", str(args.seeds)])
+                                       "--seeds", str(args.seeds), "--max-rungs", "4"])
         results[name] = summary(json.loads(out))
         results[name]["wall_s"] = round(time.monotonic() - t0, 1)
     try:

@@ -17,9 +17,9 @@ def loss(lr, width, act, mom, step, budget=BUDGET):
     q = (0.03 * (math.log10(lr) + 2) ** 2 + 0.0003 * (width - 5) ** 2 + 0.01 * (mom - 0.8) ** 2
          + {"relu": 0.0, "tanh": 0.01, "sigmoid": 0.03}[act])
     floor = 0.2 + q
-    rate = 4.0 * (0.5 + 2.0 * math.sqrt(lr)) * (1.5 - mom)
+    rate = 3.0 * (1.0 + math.sqrt(lr)) * (1.3 - 0.5 * mom)
     if act == "tanh":
-        rate *= 2.0
+        rate *= 1.5
     value = floor + 1.3 * math.exp(-rate * x)
     if lr > 0.1:
         value += 0.3 * x * x * math.log10(lr * 10)

@@ -35,8 +35,8 @@ double curve(double lr, int width, const std::string& act, double mom, std::int6
   const double q = 0.03 * std::pow(std::log10(lr) + 2, 2) + 0.0003 * std::pow(width - 5, 2) +
                    0.01 * std::pow(mom - 0.8, 2) + act_cost;
   const double floor = 0.2 + q;
-  double rate = 4.0 * (0.5 + 2.0 * std::sqrt(lr)) * (1.5 - mom);
-  if (act == "tanh") rate *= 2.0;
+  double rate = 3.0 * (1.0 + std::sqrt(lr)) * (1.3 - 0.5 * mom);
+  if (act == "tanh") rate *= 1.5;
   double value = floor + 1.3 * std::exp(-rate * x);
   if (lr > 0.1) value += 0.3 * x * x * std::log10(lr * 10);
   return value;
