@@ -286,6 +286,25 @@ std::optional<std::string> resume_path() {
   return std::string(path);
 }
 
+std::string hparams_json() {
+  const char* text = std::getenv("DL_HPARAMS");
+  if (text == nullptr || *text == '\0') return "{}";
+  return text;
+}
+
+std::optional<std::int64_t> max_steps() {
+  const char* text = std::getenv("DL_MAX_STEPS");
+  if (text == nullptr || *text == '\0') return std::nullopt;
+  char* end = nullptr;
+  errno = 0;
+  const long long v = std::strtoll(text, &end, 10);
+  if (errno != 0 || *end != '\0' || v < 1) {
+    throw std::invalid_argument(std::string("dl: DL_MAX_STEPS=") + text +
+                                ": expected a whole number of steps >= 1");
+  }
+  return v;
+}
+
 void checkpoint_done(std::int64_t step) {
   check_step("checkpoint_done", step);
   Page* p = Channel::get().page();

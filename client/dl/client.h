@@ -53,4 +53,12 @@ std::optional<std::string> resume_path();
 // shows the newest in the job's status line.
 void checkpoint_done(std::int64_t step);
 
+// For a trial of a hyperparameter search (dl-search): its hyperparameters as the JSON
+// object text dl-search put in DL_HPARAMS ("{}" when unset), and the step this run ends
+// at (DL_MAX_STEPS, the current rung's budget: run steps up to max_steps() - 1,
+// checkpoint, exit 0), or nullopt outside a search. A bad DL_MAX_STEPS throws
+// std::invalid_argument.
+std::string hparams_json();
+std::optional<std::int64_t> max_steps();
+
 }  // namespace dl

@@ -42,6 +42,8 @@ __all__ = [
     "report_metrics",
     "resume_path",
     "checkpoint_done",
+    "hparams",
+    "max_steps",
 ]
 
 # How long report_step waits for an agreed step: dlrun answers within a second; this
@@ -165,3 +167,27 @@ def checkpoint_done(step):
     target = ch.get(_channel.TARGET_SEQ)
     if target > 0 and step >= ch.get(_channel.TARGET_STEP):
         ch.set(_channel.DONE_SEQ, target)
+
+
+def hparams():
+    """The trial's hyperparameters (a dict) when dl-search runs it (DL_HPARAMS), else {}."""
+    import json
+
+    text = os.environ.get("DL_HPARAMS")
+    if not text:
+        return {}
+    value = json.loads(text)
+    if not isinstance(value, dict):
+        raise ValueError(f"slurm_dl.hparams: DL_HPARAMS={text!r} is not a JSON object")
+    return value
+
+
+def max_steps():
+    """The step this run ends at (DL_MAX_STEPS: dl-search's budget for the current rung;
+    run steps up to max_steps() - 1, checkpoint, return), or None outside a search."""
+    text = os.environ.get("DL_MAX_STEPS")
+    if not text:
+        return None
+    if not text.isdigit() or int(text) < 1:
+        raise ValueError(f"slurm_dl.max_steps: DL_MAX_STEPS={text!r}: expected a whole number >= 1")
+    return int(text)

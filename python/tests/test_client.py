@@ -64,6 +64,23 @@ class ClientTest(unittest.TestCase):
         del os.environ["DL_RESUME_FROM"]
         self.assertIsNone(slurm_dl.resume_path())
 
+    def test_search_hparams_and_budget(self):
+        for name in ("DL_HPARAMS", "DL_MAX_STEPS"):
+            os.environ.pop(name, None)
+        self.assertEqual(slurm_dl.hparams(), {})
+        self.assertIsNone(slurm_dl.max_steps())
+        os.environ["DL_HPARAMS"] = '{"lr": 0.01, "act": "relu", "layers": 3}'
+        os.environ["DL_MAX_STEPS"] = "16"
+        try:
+            self.assertEqual(slurm_dl.hparams(), {"lr": 0.01, "act": "relu", "layers": 3})
+            self.assertEqual(slurm_dl.max_steps(), 16)
+            os.environ["DL_MAX_STEPS"] = "x"
+            self.assertRaises(ValueError, slurm_dl.max_steps)
+            os.environ["DL_HPARAMS"] = "[1]"
+            self.assertRaises(ValueError, slurm_dl.hparams)
+        finally:
+            del os.environ["DL_HPARAMS"], os.environ["DL_MAX_STEPS"]
+
     def test_report_step_waits_for_the_agreed_step(self):
         slurm_dl.report_step(9)
         self.assertEqual(field(self.page, ch.STEP).value, 9)

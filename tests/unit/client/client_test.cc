@@ -77,6 +77,31 @@ TEST_F(ClientTest, OutsideDlrunEverythingIsANoOp) {
       ::testing::ExitedWithCode(0), "ok");
 }
 
+TEST_F(ClientTest, SearchHparamsAndBudget) {
+  EXPECT_EXIT(
+      {
+        unsetenv("DL_HPARAMS");
+        unsetenv("DL_MAX_STEPS");
+        CHECK_OR_DIE(dl::hparams_json() == "{}");
+        CHECK_OR_DIE(!dl::max_steps());
+        setenv("DL_HPARAMS", "{\"lr\":0.01}", 1);
+        setenv("DL_MAX_STEPS", "16", 1);
+        CHECK_OR_DIE(dl::hparams_json() == "{\"lr\":0.01}");
+        CHECK_OR_DIE(dl::max_steps() == 16);
+        setenv("DL_MAX_STEPS", "16x", 1);
+        try {
+          dl::max_steps();
+          _exit(1);
+        } catch (const std::invalid_argument& e) {
+          CHECK_OR_DIE(std::string(e.what()) ==
+                       "dl: DL_MAX_STEPS=16x: expected a whole number of steps >= 1");
+        }
+        fprintf(stderr, "ok\n");
+        _exit(0);
+      },
+      ::testing::ExitedWithCode(0), "ok");
+}
+
 TEST_F(ClientTest, ReportStepWaitsForTheAgreedStep) {
   EXPECT_EXIT(
       {

@@ -1,0 +1,89 @@
+#!/usr/bin/python3
+"""A trainer for dl-search: a synthetic learning curve that is a pure function of the
+hyperparameters and the step, saved and resumed like a real model.
+
+    dl-search submit examples/search_asha.yaml
+
+dl-search runs it once per rung of each trial it keeps: DL_MAX_STEPS (slurm_dl.max_steps())
+is the rung's budget, DL_HPARAMS (slurm_dl.hparams()) the trial's hyperparameters. It
+resumes from slurm_dl.resume_path() (dlrun finds it: a promoted trial's job gets
+--dl-resume-from=<its own newest checkpoint>), reports "loss" every step, checkpoints
+when dlrun asks (preemption) and at the end of its budget, and exits, giving its GPUs
+back. The curve: lr near 0.1 and width 4 learn best; "tanh" starts fast and plateaus
+higher (a configuration that looks good early and ends badly, which ASHA must cope with).
+
+Options: --steps N (without dl-search), --crash (exit 1 at once when hparams say
+"crash": true, for the tests), --step-ms MS (time per step).
+"""
+
+import argparse
+import math
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
+
+import numpy as np  # noqa: E402
+
+import slurm_dl  # noqa: E402
+from slurm_dl import ckpt  # noqa: E402
+
+
+def loss_at(hp, step):
+    """The loss after `step` + 1 steps with hyperparameters `hp`."""
+    lr = float(hp.get("lr", 0.1))
+    width = int(hp.get("width", 2))
+    act = hp.get("act", "relu")
+    quality = abs(math.log10(lr) + 1.0) + 0.15 * abs(width - 4)  # 0 is best
+    floor = 0.05 + 0.3 * quality
+    rate = 0.08 * (1.0 + lr * 5)
+    if act == "tanh":  # fast at first, then a higher plateau
+        rate *= 3.0
+        floor += 0.25
+    return floor + (1.0 - floor) * math.exp(-rate * (step + 1))
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--steps", type=int, default=32)
+    parser.add_argument("--step-ms", type=int, default=0)
+    args = parser.parse_args()
+    hp = slurm_dl.hparams()
+    budget = slurm_dl.max_steps() or args.steps
+    if hp.get("crash"):
+        print("crash: true in the hyperparameters; failing", flush=True)
+        sys.exit(1)
+
+    first, total = 0, np.zeros(1)
+    path = slurm_dl.resume_path()
+    if path:
+        with ckpt.Checkpoint(path) as c:
+            first = c.step + 1
+            total = c.read("total")
+    print(f"start at step {first} budget {budget} hparams {hp}"
+          + (f" resumed from {path}" if path else " fresh"), flush=True)
+
+    saver = ckpt.Saver()
+    saved = -1
+    for step in range(first, budget):
+        if args.step_ms:
+            time.sleep(args.step_ms / 1000)
+        loss = loss_at(hp, step)
+        total += loss  # the "model": it must survive the resume to be right at the end
+        slurm_dl.report_step(step)
+        slurm_dl.report_metrics(step, {"loss": loss})
+        if slurm_dl.should_checkpoint():
+            saver.save(step, {"total": total})
+            slurm_dl.checkpoint_done(step)
+            saved = step
+    if budget - 1 > saved and budget > first:
+        saver.save(budget - 1, {"total": total})
+        slurm_dl.checkpoint_done(budget - 1)
+    saver.close()
+    print(f"done at step {budget - 1} loss {loss_at(hp, budget - 1):.6f} total {total[0]:.6f}",
+          flush=True)
+
+
+if __name__ == "__main__":
+    main()

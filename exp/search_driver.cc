@@ -1,0 +1,711 @@
+#include "exp/search_driver.h"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <set>
+#include <thread>
+
+#include "core/error.h"
+#include "core/private_dir.h"
+#include "core/sysio.h"
+#include "exp/journal.h"
+#include "exp/store.h"
+#include "exp/writer.h"
+
+extern char** environ;
+
+namespace dl::exp::search {
+
+using namespace dl::sys;  // files: join, open_file, list_dir, ...
+using nlohmann::json;
+
+namespace {
+
+// ---- processes: the Slurm commands, one checked wrapper ----
+
+struct Output {
+  int status = -1;  // exit code; -1 when it could not run or was killed
+  std::string out;
+  std::string err;
+};
+
+// Runs argv[0] (found on PATH) with the environment plus `env` ("NAME=value"), and
+// returns its exit code and output.
+Output run_command(const std::vector<std::string>& argv, const std::vector<std::string>& env = {}) {
+  int out_pipe[2], err_pipe[2];
+  if (::pipe2(out_pipe, O_CLOEXEC) != 0)
+    throw SystemError(std::string("pipe: ") + std::strerror(errno));
+  if (::pipe2(err_pipe, O_CLOEXEC) != 0) {
+    ::close(out_pipe[0]);
+    ::close(out_pipe[1]);
+    throw SystemError(std::string("pipe: ") + std::strerror(errno));
+  }
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_adddup2(&fa, out_pipe[1], 1);
+  posix_spawn_file_actions_adddup2(&fa, err_pipe[1], 2);
+  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+  std::vector<char*> args;
+  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  std::vector<std::string> names;
+  for (const auto& e : env) names.push_back(e.substr(0, e.find('=') + 1));
+  std::vector<char*> envp;
+  for (char** e = environ; *e; ++e) {
+    const std::string_view v(*e);
+    const bool replaced = std::any_of(names.begin(), names.end(),
+                                      [&](const std::string& n) { return v.rfind(n, 0) == 0; });
+    if (!replaced) envp.push_back(*e);
+  }
+  for (const auto& e : env) envp.push_back(const_cast<char*>(e.c_str()));
+  envp.push_back(nullptr);
+  pid_t pid = -1;
+  const int rc = posix_spawnp(&pid, argv[0].c_str(), &fa, nullptr, args.data(), envp.data());
+  posix_spawn_file_actions_destroy(&fa);
+  ::close(out_pipe[1]);
+  ::close(err_pipe[1]);
+  Output o;
+  if (rc != 0) {
+    ::close(out_pipe[0]);
+    ::close(err_pipe[0]);
+    throw SystemError(fmt::format("couldn't run {}: {}", argv[0], std::strerror(rc)));
+  }
+  pollfd fds[2] = {{out_pipe[0], POLLIN, 0}, {err_pipe[0], POLLIN, 0}};
+  int open = 2;
+  char buf[4096];
+  while (open > 0) {
+    if (::poll(fds, 2, -1) < 0) {
+      if (errno == EINTR) continue;
+      break;
+    }
+    for (int i = 0; i < 2; ++i) {
+      if (fds[i].fd < 0 || (fds[i].revents & (POLLIN | POLLHUP | POLLERR)) == 0) continue;
+      const ssize_t n = ::read(fds[i].fd, buf, sizeof buf);
+      if (n > 0) {
+        (i == 0 ? o.out : o.err).append(buf, static_cast<std::size_t>(n));
+      } else if (n == 0 || errno != EINTR) {
+        ::close(fds[i].fd);
+        fds[i].fd = -1;
+        --open;
+      }
+    }
+  }
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  o.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return o;
+}
+
+std::string trim(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+  return s;
+}
+
+void say(const std::string& line) { std::fprintf(stderr, "dl-search: %s\n", line.c_str()); }
+
+// ---- the driver lock: one driver per experiment ----
+
+class DriverLock {
+ public:
+  explicit DriverLock(const std::string& dir) : path_(join(dir, "search.lock")) {
+    const std::string me = hostname() + " " + std::to_string(::getpid());
+    for (int attempt = 0; attempt < 3; ++attempt) {
+      const int fd =
+          ::open(path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+      if (fd >= 0) {
+        [[maybe_unused]] const ssize_t n = ::write(fd, me.data(), me.size());
+        ::fsync(fd);
+        ::close(fd);
+        return;
+      }
+      if (errno != EEXIST) {
+        throw SystemError("couldn't create " + path_ + ": " + std::strerror(errno));
+      }
+      std::string holder;
+      try {
+        holder = read_file(path_, 4096);
+      } catch (const std::exception&) {
+        continue;
+      }
+      const auto space = holder.find(' ');
+      if (space != std::string::npos && holder.substr(0, space) == hostname()) {
+        const long pid = std::strtol(holder.c_str() + space + 1, nullptr, 10);
+        if (pid > 0 && ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH) {
+          ::unlink(path_.c_str());  // its driver is gone (killed): take over
+          continue;
+        }
+      }
+      throw InputError(fmt::format(
+          "a driver of this experiment runs already ('{}' in {}; remove the file if that "
+          "process is gone)",
+          holder, path_));
+    }
+    throw SystemError("couldn't take " + path_);
+  }
+  ~DriverLock() { ::unlink(path_.c_str()); }
+  DriverLock(const DriverLock&) = delete;
+  DriverLock& operator=(const DriverLock&) = delete;
+
+ private:
+  std::string path_;
+};
+
+// ---- journals ----
+
+// The journals named <stem>.*.jsonl, oldest first (by the nanoseconds in their names).
+std::vector<std::string> journals_of(const std::string& dir, const std::string& stem) {
+  std::vector<std::pair<std::string, std::string>> found;
+  if (file_type(dir) != FileType::directory) return {};
+  for (const auto& name : list_dir(dir)) {
+    if (name.rfind(stem + ".", 0) != 0 || name.size() < 6 ||
+        name.compare(name.size() - 6, 6, ".jsonl") != 0) {
+      continue;
+    }
+    const std::string base = name.substr(0, name.size() - 6);
+    const std::string ns = base.substr(base.rfind('.') + 1);
+    found.emplace_back(std::string(20 - std::min<std::size_t>(20, ns.size()), '0') + ns, name);
+  }
+  std::sort(found.begin(), found.end());
+  std::vector<std::string> out;
+  for (const auto& [key, name] : found) out.push_back(join(dir, name));
+  return out;
+}
+
+std::vector<json> records_of(const std::string& path) {
+  Fd fd = open_file(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  return scan_journal(read_fd(fd, std::size_t{1} << 30)).records;
+}
+
+json event_json(const Event& e) {
+  static const char* kinds[] = {"created", "started", "reported", "finished", "failed"};
+  return {{"kind", kinds[static_cast<int>(e.kind)]},
+          {"trial", e.trial},
+          {"step", e.step},
+          {"value", e.value},
+          {"reason", e.reason}};
+}
+
+Event event_of(const json& j) {
+  static const std::map<std::string, Event::Kind> kinds = {{"created", Event::Kind::created},
+                                                           {"started", Event::Kind::started},
+                                                           {"reported", Event::Kind::reported},
+                                                           {"finished", Event::Kind::finished},
+                                                           {"failed", Event::Kind::failed}};
+  Event e;
+  e.kind = kinds.at(j.at("kind").get<std::string>());
+  e.trial = j.at("trial").get<std::string>();
+  e.step = j.value("step", std::int64_t{0});
+  e.value = j.value("value", 0.0);
+  e.reason = j.value("reason", std::string());
+  return e;
+}
+
+std::string job_name(const std::string& experiment, const Op& op) {
+  return fmt::format("dls.{}.{}.{}", experiment, op.trial, op.index);
+}
+
+bool active_state(const std::string& s) {
+  static const std::set<std::string> active = {
+      "PENDING",     "RUNNING",  "CONFIGURING", "COMPLETING", "REQUEUED",  "REQUEUE_HOLD",
+      "REQUEUE_FED", "RESIZING", "SUSPENDED",   "SIGNALING",  "STAGE_OUT", "STOPPED"};
+  return active.count(s) != 0;
+}
+
+struct QueueEntry {
+  std::string job, name, state, reason;
+};
+
+// The calling user's jobs that Slurm still knows, finished ones included.
+std::vector<QueueEntry> queue() {
+  const Output o = run_command({"squeue", "-h", "--states=all", "--me", "-o", "%i|%j|%T|%r"});
+  if (o.status != 0) throw SystemError("squeue failed: " + trim(o.err));
+  std::vector<QueueEntry> out;
+  std::size_t pos = 0;
+  while (pos < o.out.size()) {
+    const std::size_t nl = o.out.find('\n', pos);
+    const std::string line = o.out.substr(pos, nl == std::string::npos ? nl : nl - pos);
+    pos = nl == std::string::npos ? o.out.size() : nl + 1;
+    std::vector<std::string> f;
+    std::size_t a = 0;
+    for (;;) {
+      const std::size_t b = line.find('|', a);
+      f.push_back(line.substr(a, b == std::string::npos ? b : b - a));
+      if (b == std::string::npos) break;
+      a = b + 1;
+    }
+    if (f.size() >= 4) out.push_back({f[0], f[1], f[2], f[3]});
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string spec_path(const std::string& root, const std::string& experiment) {
+  return join(experiment_dir(root, experiment), "search.json");
+}
+
+void create_experiment(const std::string& root, const Experiment& e) {
+  const std::string journals = ensure_journals_dir(root, e.name);
+  (void)journals;
+  const std::string path = spec_path(root, e.name);
+  const std::string text = to_json(e).dump(2) + "\n";
+  if (file_type(path) == FileType::file) {
+    if (read_file(path, 1 << 20) == text) return;
+    throw InputError(fmt::format(
+        "experiment '{}' exists under {} with another search ({}); give this one another name",
+        e.name, root, path));
+  }
+  if (file_type(journals_dir(root, e.name)) == FileType::directory &&
+      !list_dir(journals_dir(root, e.name)).empty()) {
+    throw InputError(fmt::format(
+        "experiment '{}' exists under {} and is not a search; give this one another name", e.name,
+        root));
+  }
+  write_file_durably(path, text);
+}
+
+Experiment load_experiment(const std::string& root, const std::string& experiment) {
+  validate_name("experiment", experiment);
+  const std::string path = spec_path(root, experiment);
+  if (file_type(path) != FileType::file) {
+    throw InputError(fmt::format("unknown search '{}' (no {})", experiment, path));
+  }
+  return experiment_from_json(json::parse(read_file(path, 1 << 20)));
+}
+
+Replay replay(const std::string& root, const Experiment& e, Searcher& searcher) {
+  Replay r;
+  const std::string dir = journals_dir(root, e.name);
+  for (auto& op : searcher.start()) r.ops.push_back(op);
+  for (const auto& path : journals_of(dir, "search")) {
+    for (const auto& rec : records_of(path)) {
+      const std::string what = rec.value("rec", std::string());
+      if (what == "events") {
+        for (const auto& ev : rec.at("events")) {
+          for (auto& op : searcher.handle(event_of(ev))) r.ops.push_back(op);
+        }
+      } else if (what == "intent") {
+        r.intent[rec.at("op").get<std::int64_t>()] = rec.value("time", 0.0);
+      } else if (what == "submitted") {
+        r.jobs[rec.at("op").get<std::int64_t>()] = rec.at("job").get<std::string>();
+      } else if (what == "done") {
+        r.done[rec.at("op").get<std::int64_t>()] = true;
+      } else if (what == "finished") {
+        r.finished = true;
+      }
+    }
+  }
+  double newest = -1;
+  for (const auto& path : journals_of(dir, "control")) {
+    for (const auto& rec : records_of(path)) {
+      if (rec.value("kind", std::string()) != "control") continue;
+      const double t = rec.value("time", 0.0);
+      if (t >= newest) {
+        newest = t;
+        r.control = rec.value("what", std::string("running"));
+      }
+    }
+  }
+  if (r.control == "resume") r.control = "running";
+  return r;
+}
+
+void request(const std::string& root, const std::string& experiment, const std::string& what) {
+  load_experiment(root, experiment);
+  JournalWriter w(journals_dir(root, experiment), "control");
+  w.append({{"kind", "control"}, {"what", what}, {"time", now_seconds()}}, true);
+}
+
+namespace {
+
+class Driver {
+ public:
+  Driver(std::string root, Experiment e, DriveOptions options)
+      : root_(std::move(root)),
+        e_(std::move(e)),
+        options_(options),
+        searcher_(e_.searcher),
+        store_(root_, e_.name) {}
+
+  int run() {
+    const std::string dir = experiment_dir(root_, e_.name);
+    DriverLock lock(dir);
+    Replay r = replay(root_, e_, searcher_);
+    ops_ = r.ops;
+    intent_ = r.intent;
+    jobs_ = r.jobs;
+    done_ = r.done;
+    if (r.finished) {
+      say(fmt::format("search '{}' is over already", e_.name));
+      return 0;
+    }
+    journal_ = std::make_unique<JournalWriter>(journals_dir(root_, e_.name), "search");
+    say(fmt::format("search '{}': {} trial(s) so far, {} operation(s) replayed", e_.name,
+                    searcher_.trials().size(), ops_.size()));
+    reconcile();
+    std::string control = r.control;
+    for (;;) {
+      const std::string now = replay_control();
+      if (now != control) {
+        control = now;
+        say(fmt::format("search '{}': {}", e_.name, control));
+        if (control == "paused") hold_pending(true);
+        if (control == "running") hold_pending(false);
+      }
+      if (control == "stopped") return stop_all();
+      watch();
+      if (control == "running" && execute()) return 0;
+      std::this_thread::sleep_for(
+          std::chrono::milliseconds(static_cast<int>(options_.poll_seconds * 1000)));
+    }
+  }
+
+ private:
+  void append(json rec) {
+    rec["time"] = now_seconds();
+    journal_->append(std::move(rec), true);
+  }
+  // A state change for dl-exp's trial table (the store merges this journal too).
+  void trial_event(const std::string& trial, const std::string& kind, const std::string& reason) {
+    append({{"kind", "event"}, {"trial", trial}, {"event", kind}, {"reason", reason}});
+  }
+
+  std::string replay_control() {
+    double newest = -1;
+    std::string control = "running";
+    for (const auto& path : journals_of(journals_dir(root_, e_.name), "control")) {
+      for (const auto& rec : records_of(path)) {
+        const double t = rec.value("time", 0.0);
+        if (rec.value("kind", std::string()) == "control" && t >= newest) {
+          newest = t;
+          control = rec.value("what", std::string("running"));
+        }
+      }
+    }
+    return control == "resume" ? "running" : control;
+  }
+
+  // Operations whose intent was recorded but not their job: the job is found by its
+  // name in the queue, else by a run of the trial the tracking store saw start after
+  // the intent; otherwise sbatch never queued it and the operation runs again.
+  void reconcile() {
+    std::vector<QueueEntry> q;
+    bool have_queue = false;
+    for (const auto& op : ops_) {
+      if (intent_.count(op.index) == 0 || jobs_.count(op.index) != 0) continue;
+      if (!have_queue) {
+        q = queue();
+        have_queue = true;
+        store_.merge();
+      }
+      std::string job;
+      for (const auto& entry : q) {
+        if (entry.name == job_name(e_.name, op)) job = entry.job;
+      }
+      if (job.empty()) {
+        for (const auto& t : store_.trials()) {
+          if (t["id"] == op.trial && t["job_id"].is_string() &&
+              t["started"].get<double>() >= intent_[op.index] - 1) {
+            for (const auto& ev : store_.events(op.trial)) {
+              if (ev["kind"] == "run_started" && ev["time"].get<double>() >= intent_[op.index]) {
+                job = t["job_id"].get<std::string>();
+              }
+            }
+          }
+        }
+      }
+      if (!job.empty()) {
+        say(fmt::format("{}: found job {} of operation {} (submitted before the restart)", op.trial,
+                        job, op.index));
+        append({{"kind", "search"}, {"rec", "submitted"}, {"op", op.index}, {"job", job}});
+        jobs_[op.index] = job;
+      } else {
+        intent_.erase(op.index);  // never queued: submit it
+      }
+    }
+  }
+
+  // The run op of a running trial (its newest create or resume).
+  std::optional<Op> current_run(const std::string& trial) const {
+    std::optional<Op> out;
+    for (const auto& op : ops_) {
+      if (op.trial == trial && (op.kind == Op::Kind::create || op.kind == Op::Kind::resume)) {
+        out = op;
+      }
+    }
+    return out;
+  }
+
+  // Carries out the operations not done yet, in order. True once the search is complete.
+  bool execute() {
+    for (std::size_t i = 0; i < ops_.size(); ++i) {
+      const Op op = ops_[i];
+      if (done_.count(op.index) || jobs_.count(op.index)) continue;
+      switch (op.kind) {
+        case Op::Kind::create:
+        case Op::Kind::resume: submit(op); break;
+        case Op::Kind::stop:
+          trial_event(op.trial, "stopped", op.reason);
+          append({{"kind", "search"}, {"rec", "done"}, {"op", op.index}});
+          done_[op.index] = true;
+          say(fmt::format("{}: stopped ({})", op.trial, op.reason));
+          break;
+        case Op::Kind::complete: {
+          append({{"kind", "search"}, {"rec", "done"}, {"op", op.index}});
+          append({{"kind", "search"}, {"rec", "finished"}});
+          done_[op.index] = true;
+          const auto best = searcher_.best();
+          say(fmt::format("search '{}' complete; best trial {}", e_.name, best ? *best : "none"));
+          return true;
+        }
+      }
+    }
+    return false;
+  }
+
+  std::optional<std::string> newest_checkpoint_dir(const std::string& trial) {
+    store_.merge();
+    std::optional<std::string> dir;
+    std::int64_t step = -1;
+    for (const auto& c : store_.checkpoints(trial)) {
+      const std::string path = c["path"].get<std::string>();
+      if (!path.empty() && c["step"].get<std::int64_t>() >= step) {
+        step = c["step"].get<std::int64_t>();
+        dir = parent_dir(path);
+      }
+    }
+    return dir;
+  }
+
+  void submit(const Op& op) {
+    const std::string name = job_name(e_.name, op);
+    std::vector<std::string> argv = {
+        "sbatch", "--parsable", "-J", name, "--dl-experiment=" + e_.name, "--dl-trial=" + op.trial};
+    if (op.kind == Op::Kind::resume) {
+      // From its own newest checkpoint, never from scratch (dlrun verifies it).
+      if (auto dir = newest_checkpoint_dir(op.trial)) {
+        argv.push_back("--dl-resume-from=" + *dir);
+      } else {
+        say(fmt::format("{}: warning: no checkpoint recorded; it starts from step 0", op.trial));
+      }
+    }
+    const bool has_output =
+        std::any_of(e_.sbatch.begin(), e_.sbatch.end(), [](const std::string& o) {
+          return o == "-o" || o.rfind("--output", 0) == 0 || o.rfind("-o", 0) == 0;
+        });
+    if (!has_output) {
+      const std::string logs = join(experiment_dir(root_, e_.name), "logs");
+      ensure_private_dir(logs, {root_});
+      argv.push_back("--output=" + join(logs, op.trial + ".%j.out"));
+    }
+    for (const auto& o : e_.sbatch) argv.push_back(o);
+    argv.push_back("--wrap");
+    argv.push_back(e_.command);
+    const std::vector<std::string> env = {
+        "DL_HPARAMS=" + op.hparams.dump(), "DL_MAX_STEPS=" + std::to_string(op.budget),
+        "DL_SEARCH_RUNG=" + std::to_string(op.rung), "DL_EXP_ROOT=" + root_};
+    append({{"kind", "search"}, {"rec", "intent"}, {"op", op.index}, {"name", name}});
+    intent_[op.index] = now_seconds();
+    const Output o = run_command(argv, env);
+    const std::string job = trim(o.out.substr(0, o.out.find(';')));
+    if (o.status != 0 || job.empty()) {
+      // Not queued: the run fails like any other, within the trial's restart budget.
+      const std::string why = fmt::format("sbatch failed: {}", trim(o.err));
+      say(fmt::format("{}: {}", op.trial, why));
+      append({{"kind", "search"}, {"rec", "submitted"}, {"op", op.index}, {"job", ""}});
+      jobs_[op.index] = "";
+      feed({{Event::Kind::failed, op.trial, 0, 0, why}});
+      return;
+    }
+    // Fault injection for the tests: die like `kill -9` between sbatch and the record of
+    // its job, the one instant a restarted driver must find a job by its name.
+    if (++sbatch_calls_ == kill_after_sbatch_) ::raise(SIGKILL);
+    append({{"kind", "search"}, {"rec", "submitted"}, {"op", op.index}, {"job", job}});
+    jobs_[op.index] = job;
+    trial_event(op.trial, "submitted",
+                fmt::format("job {}: rung {}, {} steps ({})", job, op.rung, op.budget, op.reason));
+    say(fmt::format("{}: job {} ({} to rung {}, {} steps; {}) {}", op.trial, job, op_name(op.kind),
+                    op.rung, op.budget, op.reason, op.hparams.dump()));
+  }
+
+  // Records the events, then hands them to the searcher (the journal first: a restart
+  // replays exactly what the searcher saw).
+  void feed(const std::vector<Event>& events) {
+    json list = json::array();
+    for (const auto& e : events) list.push_back(event_json(e));
+    append({{"kind", "search"}, {"rec", "events"}, {"events", list}});
+    for (const auto& e : events) {
+      for (auto& op : searcher_.handle(e)) ops_.push_back(op);
+    }
+    for (const auto& e : events) {
+      const Trial* t = searcher_.find(e.trial);
+      if (t == nullptr || e.kind == Event::Kind::reported) continue;
+      if (t->state == TrialState::waiting) {
+        trial_event(t->id, "paused",
+                    fmt::format("at rung {} with {}={}", t->rung, e_.searcher.metric,
+                                t->rung_values.at(t->rung)));
+      } else if (t->state == TrialState::completed) {
+        trial_event(t->id, "completed", "full budget");
+      } else if (t->state == TrialState::failed) {
+        trial_event(t->id, "failed", t->reason);
+      }
+      if (e.kind == Event::Kind::failed) {
+        say(fmt::format("{}: run failed ({}); now {}", t->id, e.reason, state_name(t->state)));
+      } else if (!t->rung_values.empty()) {
+        const auto& [rung, value] = *t->rung_values.rbegin();
+        say(fmt::format("{}: rung {} done, {}={:.6g}; now {}", t->id, rung, e_.searcher.metric,
+                        value, state_name(t->state)));
+      }
+    }
+  }
+
+  // The outcome of every running trial's job that has ended.
+  void watch() {
+    std::vector<std::pair<Op, std::string>> watched;
+    for (const auto& t : searcher_.trials()) {
+      if (t.state != TrialState::running) continue;
+      const auto op = current_run(t.id);
+      if (!op || jobs_.count(op->index) == 0 || jobs_[op->index].empty()) continue;
+      watched.emplace_back(*op, jobs_[op->index]);
+    }
+    if (watched.empty()) return;
+    const auto q = queue();
+    store_.merge();
+    for (const auto& [op, job] : watched) {
+      std::string state = "GONE", reason;
+      for (const auto& entry : q) {
+        if (entry.job == job) {
+          state = entry.state;
+          reason = entry.reason;
+        }
+      }
+      if (active_state(state)) {
+        // dlrun holds a job whose restarts are used up: that run failed.
+        if (state != "PENDING" ||
+            (reason != "job_requeued_in_held_state" && reason != "job requeued in held state")) {
+          continue;
+        }
+        run_command({"scancel", job});
+        state = "HELD";
+      }
+      // Finished when the metric of the budget's last step is in the store.
+      std::optional<double> value;
+      std::int64_t step = -1;
+      for (const auto& m : store_.metrics(op.trial)) {
+        if (m["name"] != e_.searcher.metric) continue;
+        const auto s = m["step"].get<std::int64_t>();
+        if (s < op.budget && s >= step) {
+          step = s;
+          value = m["value"].get<double>();
+        }
+      }
+      if (value && step == op.budget - 1) {
+        feed({{Event::Kind::reported, op.trial, step, *value, ""},
+              {Event::Kind::finished, op.trial, 0, 0, ""}});
+      } else {
+        feed({{Event::Kind::failed, op.trial, 0, 0,
+               fmt::format("job {} ended {} at step {} of {}", job, state,
+                           step < 0 ? std::string("-") : std::to_string(step), op.budget)}});
+      }
+    }
+  }
+
+  // Pause holds the trials' pending jobs (running ones finish their rung and give their
+  // GPUs back); resume releases them.
+  void hold_pending(bool hold) {
+    std::set<std::string> ours;
+    for (const auto& [op, job] : jobs_) ours.insert(job);
+    for (const auto& entry : queue()) {
+      if (ours.count(entry.job) == 0 || entry.state != "PENDING") continue;
+      run_command({"scontrol", hold ? "hold" : "release", entry.job});
+    }
+  }
+
+  int stop_all() {
+    std::set<std::string> ours;
+    for (const auto& [op, job] : jobs_) {
+      if (!job.empty()) ours.insert(job);
+    }
+    for (const auto& entry : queue()) {
+      if (ours.count(entry.job) != 0 && active_state(entry.state))
+        run_command({"scancel", entry.job});
+    }
+    for (const auto& t : searcher_.trials()) {
+      if (t.state == TrialState::running || t.state == TrialState::waiting) {
+        trial_event(t.id, "stopped", "the search was stopped (dl-search stop)");
+      }
+    }
+    append({{"kind", "search"}, {"rec", "finished"}, {"reason", "stopped"}});
+    say(fmt::format("search '{}' stopped", e_.name));
+    return 0;
+  }
+
+  std::string root_;
+  Experiment e_;
+  DriveOptions options_;
+  Searcher searcher_;
+  Store store_;
+  std::unique_ptr<JournalWriter> journal_;
+  std::vector<Op> ops_;
+  std::map<std::int64_t, double> intent_;
+  std::map<std::int64_t, std::string> jobs_;
+  std::map<std::int64_t, bool> done_;
+  int sbatch_calls_ = 0;
+  int kill_after_sbatch_ = [] {
+    const char* n = std::getenv("DL_SEARCH_KILL_AFTER_SBATCH");
+    return n ? std::atoi(n) : -1;
+  }();
+};
+
+}  // namespace
+
+int drive(const std::string& root, const std::string& experiment, const DriveOptions& options) {
+  Driver d(root, load_experiment(root, experiment), options);
+  return d.run();
+}
+
+json status(const std::string& root, const std::string& experiment) {
+  const Experiment e = load_experiment(root, experiment);
+  Searcher s(e.searcher);
+  const Replay r = replay(root, e, s);
+  json out = s.snapshot();
+  out["experiment"] = e.name;
+  out["searcher"] = to_json(e)["searcher"];
+  out["control"] = r.control;
+  out["finished"] = r.finished;
+  std::string lock;
+  try {
+    lock = read_file(join(experiment_dir(root, experiment), "search.lock"), 4096);
+  } catch (const std::exception&) {
+  }
+  out["driver"] = lock;
+  json jobs = json::object();
+  for (const auto& [op, job] : r.jobs) jobs[std::to_string(op)] = job;
+  out["jobs"] = jobs;
+  json ops = json::array();
+  for (const auto& op : r.ops) {
+    ops.push_back({{"index", op.index},
+                   {"kind", op_name(op.kind)},
+                   {"trial", op.trial},
+                   {"budget", op.budget},
+                   {"rung", op.rung},
+                   {"reason", op.reason},
+                   {"job", r.jobs.count(op.index) ? r.jobs.at(op.index) : ""}});
+  }
+  out["operations"] = ops;
+  return out;
+}
+
+}  // namespace dl::exp::search

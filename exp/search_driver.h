@@ -1,0 +1,61 @@
+// The driver of a hyperparameter search (`dl-search`, man/dl-search.1): the adapter that
+// turns the searcher's operations (exp/searcher.h) into Slurm jobs (sbatch, squeue,
+// scontrol, scancel) and the jobs' outcomes, read back from the tracking store
+// (exp/store.h), into the searcher's events.
+//
+// Its state is a journal in the experiment's journals/ directory (search.*.jsonl; one
+// file per driver run, exp/writer.h): every searcher event, appended and fsynced before
+// the searcher sees it, and for every job an intent record before sbatch and a
+// submitted record after it. A driver killed at any instant and started again replays
+// the events into a new searcher (the same operations, numbered alike), finds the jobs of
+// operations whose intent it recorded (by job name in the queue, else the trial's runs in
+// the tracking store), and carries on: no trial submitted twice, no result lost.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "exp/search_config.h"
+#include "exp/searcher.h"
+
+namespace dl::exp::search {
+
+// <root>/<experiment>/search.json, the normalized experiment file.
+std::string spec_path(const std::string& root, const std::string& experiment);
+
+// Writes search.json for a new experiment (checked first: an experiment of that name
+// with another search is an InputError naming it); the same search again is accepted,
+// which restarts its driver.
+void create_experiment(const std::string& root, const Experiment& e);
+Experiment load_experiment(const std::string& root, const std::string& experiment);
+
+// The driver's journal replayed (no Slurm involved): the searcher as the driver left
+// it, the operations with their jobs, and the pause/stop requests.
+struct Replay {
+  std::vector<Op> ops;
+  std::map<std::int64_t, double> intent;     // op -> time of its intent record
+  std::map<std::int64_t, std::string> jobs;  // op -> job id
+  std::map<std::int64_t, bool> done;         // stop and complete ops carried out
+  std::string control = "running";           // running, paused or stopped (newest request)
+  bool finished = false;                     // the driver recorded the end of the search
+};
+Replay replay(const std::string& root, const Experiment& e, Searcher& searcher);
+
+// Appends a pause, resume or stop request for the driver (a journal of its own).
+void request(const std::string& root, const std::string& experiment, const std::string& what);
+
+struct DriveOptions {
+  double poll_seconds = 0.5;
+};
+
+// Runs the search until it is complete or stopped; returns the exit code.
+int drive(const std::string& root, const std::string& experiment, const DriveOptions& options);
+
+// `dl-search status`: the searcher's state, the driver's, and the best trial.
+nlohmann::json status(const std::string& root, const std::string& experiment);
+
+}  // namespace dl::exp::search

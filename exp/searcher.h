@@ -1,0 +1,165 @@
+// Hyperparameter search, the pure part: the search space, seeded sampling and the
+// searchers (asha, random, grid) as a state machine. Events go in (a trial reported a
+// metric, finished its budget, failed), operations come out (create a trial with its
+// hyperparameters and budget, continue a trial to a larger budget, stop a trial, the
+// search is complete). Nothing here knows Slurm: `dl-search` (exp/dl_search.cc) turns
+// operations into jobs and job outcomes into events.
+//
+// Why a state machine (Determined's searcher does the same): the state is a pure
+// function of the configuration, the seed and the events, so a driver killed at any
+// instant replays the events it recorded and arrives at exactly the state, and the
+// numbered operations, it had; it then only has to find out which of those operations
+// had reached Slurm.
+//
+// ASHA (Li et al., "A System for Massively Parallel Hyperparameter Tuning", 2020): rung k
+// of R gives a trial budget * divisor^-(R-1-k) steps. Whenever a slot is free, the best
+// not yet promoted trial among the top 1/divisor of the highest rung that has one is
+// promoted (it resumes from its own checkpoint with the next rung's budget); otherwise a
+// new trial starts at rung 0. A trial waiting at a rung may still be promoted later, as
+// more trials reach that rung; once nothing can change any more, the waiting trials
+// are stopped.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace dl::exp::search {
+
+enum class ParamKind { integer, real, log_real, categorical };
+
+struct Param {
+  std::string name;
+  ParamKind kind = ParamKind::real;
+  double low = 0;                       // integer, real, log_real: the range, both ends included
+  double high = 0;                      // (log_real: low > 0)
+  std::vector<nlohmann::json> choices;  // categorical
+  int grid_points = 3;                  // grid: values taken from a real range
+};
+
+enum class Algorithm { asha, random, grid };
+enum class Mode { min, max };
+
+struct Config {
+  Algorithm algorithm = Algorithm::asha;
+  std::vector<Param> space;
+  std::uint64_t seed = 0;
+  int max_trials = 16;
+  int max_concurrent_trials = 4;
+  double divisor = 4;
+  int max_rungs = 5;
+  std::int64_t budget = 100;  // steps of the largest rung (the whole training)
+  std::string metric = "loss";
+  Mode mode = Mode::min;
+  int max_restarts = 1;  // a failed run is retried this often before the trial fails
+};
+
+// Throws dl::InputError naming the field when the configuration cannot work.
+void validate(const Config& config);
+
+// The budgets of the rungs, ascending, the last one `budget`: asha's rungs budget *
+// divisor^-(R-1-k) rounded (R = max_rungs, fewer when the budget is too small to divide
+// that often); one rung for random and grid.
+std::vector<std::int64_t> rung_budgets(const Config& config);
+
+// A deterministic random source (splitmix64): the same numbers on every platform, which
+// std::uniform_*_distribution does not promise.
+class Rng {
+ public:
+  explicit Rng(std::uint64_t seed) : state_(seed) {}
+  std::uint64_t next();
+  double uniform();  // [0, 1)
+  std::uint64_t state() const { return state_; }
+
+ private:
+  std::uint64_t state_;
+};
+
+// One point of the space, drawn with `rng`: {"lr": 0.01, "layers": 3, "act": "relu"}.
+nlohmann::json sample(const std::vector<Param>& space, Rng& rng);
+// The grid: every combination (categorical choices, every integer of a small range, else
+// grid_points evenly spaced values, log-spaced for log_real), in a fixed order.
+std::vector<nlohmann::json> grid(const std::vector<Param>& space, std::size_t limit);
+
+struct Event {
+  enum class Kind { created, started, reported, finished, failed };
+  Kind kind = Kind::reported;
+  std::string trial;
+  std::int64_t step = 0;  // reported: the step the value belongs to
+  double value = 0;       // reported: the metric
+  std::string reason;     // failed: why
+};
+
+struct Op {
+  enum class Kind { create, resume, stop, complete };
+  Kind kind = Kind::create;
+  std::int64_t index = 0;  // numbered from 0 in the order they are emitted
+  std::string trial;
+  nlohmann::json hparams;   // create, resume
+  std::int64_t budget = 0;  // create, resume: run until this many steps are done
+  int rung = 0;
+  std::string reason;
+};
+
+enum class TrialState { running, waiting, completed, stopped, failed };
+const char* state_name(TrialState s);
+const char* op_name(Op::Kind k);
+
+struct Trial {
+  std::string id;
+  nlohmann::json hparams;
+  TrialState state = TrialState::running;
+  int rung = 0;                       // the rung it runs towards, or waits at
+  int restarts = 0;                   // failed runs retried
+  std::map<int, double> rung_values;  // rung -> the metric at that rung's budget (as given)
+  std::optional<std::int64_t> last_step;
+  double last_value = 0;
+  std::string reason;  // stopped, failed
+};
+
+class Searcher {
+ public:
+  explicit Searcher(Config config);
+
+  // The operations to start with.
+  std::vector<Op> start();
+  // The operations an event leads to. Events about unknown trials, or that no longer
+  // apply (a report from a trial that is already stopped), change nothing.
+  std::vector<Op> handle(const Event& event);
+
+  const Config& config() const { return config_; }
+  const std::vector<std::int64_t>& rungs() const { return rungs_; }
+  const std::vector<Trial>& trials() const { return trials_; }
+  const Trial* find(const std::string& trial) const;
+  bool complete() const { return complete_; }
+  // The whole state, for equality checks after a replay and for `dl-search status`.
+  nlohmann::json snapshot() const;
+  // The trial with the best value at the highest rung any trial reached (ties: the
+  // earlier trial), if any.
+  std::optional<std::string> best() const;
+
+ private:
+  Trial* find_mut(const std::string& trial);
+  // Fills free slots (promotions first, then new trials); completes the search when
+  // nothing runs and nothing more can start.
+  void schedule(std::vector<Op>& out);
+  bool promote(std::vector<Op>& out);
+  bool create(std::vector<Op>& out);
+  Op emit(Op op);
+  double score(double value) const { return config_.mode == Mode::min ? value : -value; }
+  int running() const;
+
+  Config config_;
+  std::vector<std::int64_t> rungs_;
+  Rng rng_;
+  std::vector<nlohmann::json> grid_;
+  std::vector<Trial> trials_;
+  std::int64_t next_op_ = 0;
+  bool started_ = false;
+  bool complete_ = false;
+};
+
+}  // namespace dl::exp::search

@@ -1,0 +1,217 @@
+#!/usr/bin/env bats
+# Hyperparameter search (issue 19): dl-search runs examples/search_asha.yaml's ASHA search
+# on the mini-cluster, every rung of every trial a Slurm job; a promoted trial resumes from
+# its own checkpoint at the step after its last rung; a driver killed with SIGKILL (once
+# right after sbatch, before it recorded the job) carries on without a duplicate trial or
+# a lost result; a trial that always fails is retried, then failed, and the search goes
+# on; a bad file is rejected with file, line and reason, nothing queued; pause, resume,
+# stop; the driver as a batch job (--as-job).
+
+load helpers
+
+setup_file() {
+  export PATH=$DL_BUILD_DIR/launcher:$DL_BUILD_DIR/exp:$PATH
+  export DL_CKPT_LIB=$DL_BUILD_DIR/ckpt/.libs/libdlckpt.so.0
+  export DL_SEARCH_EXAMPLES=$DL_ROOT/examples
+}
+
+setup() {
+  cd "$BATS_TEST_TMPDIR"
+  export DL_EXP_ROOT=$BATS_TEST_TMPDIR/experiments
+  # Names unique to this run: Slurm keeps finished jobs (and their names) for a while.
+  export EXP=s$$-$BATS_TEST_NUMBER
+  sed "s/^name: asha-demo/name: $EXP/" "$DL_ROOT/examples/search_asha.yaml" >asha.yaml
+}
+
+teardown() {
+  if [ -f driver.pid ]; then kill -9 "$(cat driver.pid)" 2>/dev/null || true; fi
+  cancel_all
+}
+
+check_json() { python3 -c "import json, sys; d = json.load(sys.stdin); $1"; }
+
+# Every run of the search: exactly one job per run operation (by its name), every trial
+# ended (completed, stopped or failed), every metric step of every trial reported once
+# and the steps contiguous from 0 (nothing computed twice, nothing skipped), every
+# promoted run resumed from its trial's own checkpoint at the step after the last rung.
+check_search() {
+  local exp=$1
+  dl-search status "$exp" --json >status.json
+  dl-exp show "$exp" --json >show.json
+  dl-exp metrics "$exp" --json >metrics.json
+  squeue -h --states=all --me -o '%j|%i|%T' | grep "^dls\.$exp\." >jobs.txt || true
+  python3 - "$exp" <<'EOF'
+import collections, json, os, sys
+exp = sys.argv[1]
+status = json.load(open("status.json"))
+show = json.load(open("show.json"))
+metrics = json.load(open("metrics.json"))["metrics"]
+jobs = [l.split("|") for l in open("jobs.txt").read().split()]
+assert status["finished"] and status["complete"], status
+runs = [o for o in status["operations"] if o["kind"] in ("create", "resume")]
+names = collections.Counter(j[0] for j in jobs)
+assert max(names.values()) == 1, names  # no run submitted twice
+assert sorted(names) == sorted("dls.%s.%s.%d" % (exp, o["trial"], o["index"]) for o in runs), (names, runs)
+assert all(j[2] == "COMPLETED" for j in jobs), jobs
+trials = {t["id"]: t for t in status["trials"]}
+assert all(t["state"] in ("completed", "stopped", "failed") for t in trials.values()), trials
+states = {t["id"]: t["state"] for t in show["trials"]}
+assert states == {k: t["state"] for k, t in trials.items()}, (states, trials)
+steps = collections.defaultdict(list)
+for m in metrics:
+    if m["name"] == status["searcher"]["metric"]:
+        steps[m["trial"]].append(m["step"])
+rungs = status["rungs"]
+for tid, t in trials.items():
+    if t["state"] == "failed":
+        continue
+    s = steps[tid]
+    assert len(s) == len(set(s)), (tid, sorted(s))  # each step once
+    assert sorted(s) == list(range(rungs[t["rung"]])), (tid, sorted(s), t)
+# Resumes: each promoted run started from a checkpoint of its own trial, at the step
+# after the previous rung's budget.
+ckpts = collections.defaultdict(set)
+for t in show["trials"]:
+    for c in t["checkpoints"]:
+        ckpts[t["id"]].add(os.path.dirname(c["path"]))
+        assert os.path.isdir(c["path"]), c  # kept, stopped trials too
+dirs = [d for v in ckpts.values() for d in v]
+assert len(dirs) == len(set(dirs)), ckpts  # no two trials share a checkpoint directory
+resumes = [o for o in runs if o["kind"] == "resume" and o["reason"].startswith("promoted")]
+started = [e for e in show["events"] if e["kind"] == "run_started"]
+for o in resumes:
+    log = open(os.path.join(os.environ["DL_EXP_ROOT"], exp, "logs", "%s.%s.out" % (o["trial"], o["job"]))).read()
+    first = rungs[o["rung"] - 1]
+    assert "start at step %d budget %d" % (first, o["budget"]) in log, (o, log)
+    assert "resumed from " in log, log
+    path = log.split("resumed from ")[1].split()[0]
+    assert os.path.dirname(path) in ckpts[o["trial"]], (path, ckpts[o["trial"]])
+print(len(resumes), "promotions resumed;", len(runs), "runs;", len(trials), "trials")
+EOF
+}
+
+@test "search 1: an ASHA search end to end: rungs, promotions resumed from their checkpoints, stopped trials, the best trial" {
+  run dl-search submit asha.yaml
+  echo "$output"
+  [ "$status" -eq 0 ]
+  [[ $output == *"search '$EXP' complete; best trial t"* ]]
+  check_search "$EXP"
+  check_json '
+assert d["rungs"] == [2, 4, 8], d["rungs"]
+s = [t["state"] for t in d["trials"]]
+assert len(s) == 8 and s.count("completed") >= 1 and s.count("stopped") >= 4, s
+best = [t for t in d["trials"] if t["id"] == d["best"]][0]
+assert best["state"] == "completed" and best["rung"] == 2, best
+assert any(o["kind"] == "resume" and o["rung"] == 2 for o in d["operations"]), d["operations"]
+' <status.json
+  # dl-exp knows the experiment like any other, and its best trial.
+  run dl-exp best "$EXP" --metric loss --json
+  [ "$status" -eq 0 ]
+  run dl-search status "$EXP"
+  [[ $output == *"RUNGS 2 4 8"*"STATE complete"* && $output == *"BEST t"* ]]
+}
+
+@test "search 2: the driver killed with SIGKILL mid-search (once between sbatch and its record) carries on: no duplicate, no loss" {
+  # Slower trials (0.2 s a step), so that the second kill lands mid-search.
+  sed -i 's|search_trainer.py|search_trainer.py --step-ms 200|' asha.yaml
+  # The first driver dies right after its third sbatch, before recording the job.
+  run env DL_SEARCH_KILL_AFTER_SBATCH=3 dl-search submit asha.yaml
+  [ "$status" -eq 137 ]
+  [ -f "$DL_EXP_ROOT/$EXP/search.lock" ]  # left behind, taken over below
+  # The second is killed at whatever it is doing once a few rungs are done.
+  dl-search drive "$EXP" 2>driver2.txt &
+  echo $! >driver.pid
+  wait_until 60 '[ "$(grep -c "rung [0-9] done" driver2.txt)" -ge 3 ]'
+  kill -9 "$(cat driver.pid)"
+  wait "$(cat driver.pid)" || true
+  rm driver.pid
+  run dl-search drive "$EXP"
+  echo "$output"
+  [ "$status" -eq 0 ]
+  [[ $output == *"complete; best trial"* ]]
+  # The job of the third operation was found by its name, not submitted again.
+  grep -q "found job [0-9]* of operation 2 (submitted before the restart)" driver2.txt
+  check_search "$EXP"
+}
+
+@test "search 3: a trial that always fails is retried within its restart budget, then failed; the search goes on" {
+  cat >crashy.yaml <<EOF
+name: $EXP
+trial:
+  command: srun --mpi=pmix dlrun /usr/bin/python3 $DL_ROOT/examples/search_trainer.py
+  sbatch: [--ntasks=1, --dl-max-restarts=0]
+hyperparameters:
+  crash: {type: categorical, values: [true, false]}
+searcher:
+  name: grid
+  metric: loss
+  budget: 4
+  max_trials: 2
+  max_concurrent_trials: 1
+  max_restarts: 1
+EOF
+  run dl-search submit crashy.yaml
+  echo "$output"
+  [ "$status" -eq 0 ]
+  [[ $output == *"retry 1 of 1 after: job "*" ended HELD"* ]]
+  dl-search status "$EXP" --json | check_json '
+t = {x["id"]: x for x in d["trials"]}
+assert t["t001"]["state"] == "failed" and t["t001"]["restarts"] == 1, t
+assert t["t002"]["state"] == "completed", t
+assert d["best"] == "t002" and d["finished"], d'
+  dl-exp show "$EXP" --json | check_json '
+assert {t["id"]: t["state"] for t in d["trials"]} == {"t001": "failed", "t002": "completed"}, d["trials"]'
+  # Two runs of t001 (the first and its retry), one of t002.
+  [ "$(squeue -h --states=all --me -o %j | grep -c "^dls\.$EXP\.t001\.")" = 2 ]
+  [ "$(squeue -h --states=all --me -o %j | grep -c "^dls\.$EXP\.t002\.")" = 1 ]
+}
+
+@test "search 4: a bad experiment file is rejected with file, line and reason; nothing queued or created" {
+  sed 's/divisor: 2/divisor: 1/' asha.yaml >bad.yaml
+  run dl-search submit bad.yaml
+  echo "$output"
+  [ "$status" -eq 2 ]
+  line=$(grep -n 'divisor: 1' bad.yaml | cut -d: -f1)
+  [ "$output" = "dl-search: bad.yaml:$line: searcher.divisor: expected a number > 1, not '1'" ]
+  sed 's/type: log/type: logarithmic/' asha.yaml >bad2.yaml
+  run dl-search submit bad2.yaml
+  [ "$status" -eq 2 ]
+  [[ $output == *"bad2.yaml:"*": hyperparameters.lr.type: 'logarithmic': expected int, float, log or categorical" ]]
+  queue_empty
+  [ ! -e "$DL_EXP_ROOT/$EXP" ]
+}
+
+@test "search 5: pause holds the search, resume carries on, stop ends it with every trial stopped" {
+  sed -i 's|search_trainer.py|search_trainer.py --step-ms 400|' asha.yaml
+  dl-search submit asha.yaml 2>driver.txt &
+  echo $! >driver.pid
+  wait_until 30 '[ "$(grep -c " job [0-9]* (create" driver.txt)" -ge 4 ]'
+  dl-search pause "$EXP"
+  wait_until 30 'grep -q "search .$EXP.: paused" driver.txt'
+  # While paused the running rungs end and nothing new starts.
+  wait_until 60 '[ -z "$(squeue -h --me -t RUNNING -o %j | grep "^dls\.$EXP\.")" ]'
+  n=$(grep -c ' job [0-9]* (' driver.txt)
+  sleep 2
+  [ "$(grep -c ' job [0-9]* (' driver.txt)" = "$n" ]
+  dl-search resume "$EXP"
+  wait_until 30 '[ "$(grep -c " job [0-9]* (" driver.txt)" -gt "$n" ]'
+  dl-search stop "$EXP"
+  wait "$(cat driver.pid)"
+  rm driver.pid
+  grep -q "search '$EXP' stopped" driver.txt
+  wait_until 30 '[ -z "$(squeue -h --me -o %j | grep "^dls\.$EXP\.")" ]'
+  dl-exp show "$EXP" --json | check_json '
+s = [t["state"] for t in d["trials"]]
+assert s and all(x in ("stopped", "completed") for x in s), s'
+}
+
+@test "search 6: --as-job runs the driver as a batch job" {
+  run dl-search submit --as-job asha.yaml
+  [ "$status" -eq 0 ]
+  driver=$(echo "$output" | tail -n 1)
+  [[ $driver =~ ^[0-9]+$ ]]
+  [ "$(job_field "$driver" JobName)" = "dls-driver.$EXP" ]
+  wait_state "$driver" COMPLETED 120
+  grep -q "search '$EXP' complete; best trial t" "$DL_EXP_ROOT/$EXP/driver.$driver.out"
+  dl-search status "$EXP" --json | check_json 'assert d["finished"] and d["complete"], d'
+}

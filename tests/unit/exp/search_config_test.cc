@@ -1,0 +1,101 @@
+// The experiment file of dl-search (exp/search_config.h): a good file and its normalized
+// form; a bad one rejected with the file, the line and the reason.
+#include "exp/search_config.h"
+
+#include <gtest/gtest.h>
+
+#include "core/error.h"
+
+namespace dl::exp::search {
+namespace {
+
+const char* kGood = R"(name: quad
+trial:
+  command: srun dlrun /usr/bin/python3 train.py
+  sbatch: [-p, low, --dl-gpus=1]
+hyperparameters:
+  lr: {type: log, minval: 0.0001, maxval: 1}
+  layers: {type: int, minval: 1, maxval: 4}
+  momentum: {type: float, minval: 0, maxval: 0.9}
+  act: {type: categorical, values: [relu, tanh, 3, true]}
+searcher:
+  name: asha
+  metric: loss
+  mode: min
+  max_trials: 8
+  max_concurrent_trials: 4
+  divisor: 2
+  max_rungs: 3
+  budget: 8
+  seed: 11
+)";
+
+std::string error_of(const std::string& text) {
+  try {
+    parse_experiment("exp.yaml", text);
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "accepted";
+}
+
+std::string with(const std::string& from, const std::string& to) {
+  std::string s = kGood;
+  const auto at = s.find(from);
+  EXPECT_NE(at, std::string::npos) << from;
+  return s.replace(at, from.size(), to);
+}
+
+TEST(SearchConfig, ReadsAGoodFile) {
+  const Experiment e = parse_experiment("exp.yaml", kGood);
+  EXPECT_EQ(e.name, "quad");
+  EXPECT_EQ(e.command, "srun dlrun /usr/bin/python3 train.py");
+  EXPECT_EQ(e.sbatch, (std::vector<std::string>{"-p", "low", "--dl-gpus=1"}));
+  ASSERT_EQ(e.searcher.space.size(), 4u);
+  EXPECT_EQ(e.searcher.space[0].name, "lr");
+  EXPECT_EQ(e.searcher.space[0].kind, ParamKind::log_real);
+  EXPECT_EQ(e.searcher.space[1].kind, ParamKind::integer);
+  EXPECT_EQ(e.searcher.space[3].choices, (std::vector<nlohmann::json>{"relu", "tanh", 3, true}));
+  EXPECT_EQ(e.searcher.divisor, 2);
+  EXPECT_EQ(e.searcher.budget, 8);
+  EXPECT_EQ(e.searcher.seed, 11u);
+  // The normalized form reads back to the same search.
+  const Experiment back = experiment_from_json(to_json(e));
+  EXPECT_EQ(to_json(back), to_json(e));
+  Searcher a(e.searcher), b(back.searcher);
+  EXPECT_EQ(a.start().front().hparams, b.start().front().hparams);
+}
+
+TEST(SearchConfig, RejectsWithFileLineAndReason) {
+  EXPECT_EQ(error_of(with("divisor: 2", "divisor: one")),
+            "exp.yaml:16: searcher.divisor: expected a number, not 'one'");
+  EXPECT_EQ(error_of(with("divisor: 2", "divisor: 1")),
+            "exp.yaml:16: searcher.divisor: expected a number > 1, not '1'");
+  EXPECT_EQ(error_of(with("name: asha", "name: hyperband")),
+            "exp.yaml:11: searcher.name: 'hyperband': expected asha, random or grid");
+  EXPECT_EQ(error_of(with("type: log", "type: exp")),
+            "exp.yaml:6: hyperparameters.lr.type: 'exp': expected int, float, log or categorical");
+  EXPECT_EQ(error_of(with("minval: 0.0001", "minval: 0")),
+            "exp.yaml:6: hyperparameters.lr: expected 0 < minval <= maxval (log scale)");
+  EXPECT_EQ(error_of(with("max_trials: 8", "max_trials: 0")),
+            "exp.yaml:14: searcher.max_trials: expected a whole number from 1 to 100000, not '0'");
+  EXPECT_EQ(
+      error_of(with("  seed: 11", "  sed: 11")),
+      "exp.yaml:19: searcher.sed: unknown key (allowed: budget, divisor, max_concurrent_trials, "
+      "max_restarts, max_rungs, max_trials, metric, mode, name, seed)");
+  EXPECT_EQ(error_of(with("--dl-gpus=1", "--dl-trial=x")),
+            "exp.yaml:4: trial.sbatch: --dl-trial=x: dl-search sets it itself");
+  EXPECT_EQ(error_of(with("mode: min", "mode: lowest")),
+            "exp.yaml:13: searcher.mode: 'lowest': expected min or max");
+  EXPECT_EQ(error_of(with("name: quad", "name: ../x")),
+            "exp.yaml:1: name '../x': expected 1 to 128 letters, digits or _.- not starting "
+            "with '.'");
+  EXPECT_EQ(error_of(with("  budget: 8\n", "")),
+            "exp.yaml:11: searcher.budget is missing (the "
+            "steps of a full training)");
+  // Not YAML at all.
+  EXPECT_EQ(error_of("name: [unclosed\n"), "exp.yaml:2: end of sequence flow not found");
+}
+
+}  // namespace
+}  // namespace dl::exp::search

@@ -1,0 +1,351 @@
+// The searcher state machine (exp/searcher.h): rung math, ASHA's promotion rule, the
+// baselines, failures and retries, and that replaying the same events gives the same state.
+#include "exp/searcher.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <deque>
+#include <functional>
+#include <set>
+
+#include "core/error.h"
+
+namespace dl::exp::search {
+namespace {
+
+Config asha(int trials, int concurrent, double divisor, int rungs, std::int64_t budget) {
+  Config c;
+  c.algorithm = Algorithm::asha;
+  c.space = {{"lr", ParamKind::log_real, 1e-4, 1.0, {}, 3},
+             {"layers", ParamKind::integer, 1, 4, {}, 3},
+             {"act", ParamKind::categorical, 0, 0, {"relu", "tanh"}, 3}};
+  c.seed = 7;
+  c.max_trials = trials;
+  c.max_concurrent_trials = concurrent;
+  c.divisor = divisor;
+  c.max_rungs = rungs;
+  c.budget = budget;
+  return c;
+}
+
+// Finishes `op`'s run with metric `value` (reported at the last step of its budget).
+std::vector<Op> finish(Searcher& s, const Op& op, double value) {
+  s.handle({Event::Kind::reported, op.trial, op.budget - 1, value, ""});
+  return s.handle({Event::Kind::finished, op.trial, 0, 0, ""});
+}
+
+std::vector<Op> of_kind(const std::vector<Op>& ops, Op::Kind k) {
+  std::vector<Op> out;
+  for (const auto& o : ops) {
+    if (o.kind == k) out.push_back(o);
+  }
+  return out;
+}
+
+TEST(RungBudgets, DivideTheBudgetByTheDivisorPerRung) {
+  EXPECT_EQ(rung_budgets(asha(8, 2, 2, 3, 8)), (std::vector<std::int64_t>{2, 4, 8}));
+  EXPECT_EQ(rung_budgets(asha(8, 2, 4, 3, 64)), (std::vector<std::int64_t>{4, 16, 64}));
+  EXPECT_EQ(rung_budgets(asha(8, 2, 3, 4, 100)), (std::vector<std::int64_t>{4, 11, 33, 100}));
+}
+
+TEST(RungBudgets, NoMoreRungsThanTheBudgetCanBeDividedInto) {
+  // 4 steps with divisor 2 divide twice (1, 2, 4), whatever max_rungs says.
+  EXPECT_EQ(rung_budgets(asha(8, 2, 2, 10, 4)), (std::vector<std::int64_t>{1, 2, 4}));
+  EXPECT_EQ(rung_budgets(asha(8, 2, 4, 5, 1)), (std::vector<std::int64_t>{1}));
+  Config r = asha(8, 2, 2, 3, 8);
+  r.algorithm = Algorithm::random;
+  EXPECT_EQ(rung_budgets(r), (std::vector<std::int64_t>{8}));
+}
+
+TEST(Validate, NamesTheField) {
+  Config c = asha(8, 2, 1, 3, 8);
+  EXPECT_THROW(
+      {
+        try {
+          validate(c);
+        } catch (const InputError& e) {
+          EXPECT_STREQ(e.what(), "searcher.divisor: expected a number > 1");
+          throw;
+        }
+      },
+      InputError);
+  c = asha(0, 2, 2, 3, 8);
+  EXPECT_THROW(validate(c), InputError);
+  c = asha(8, 2, 2, 3, 8);
+  c.space[0].low = 0;  // log scale needs a positive lower end
+  EXPECT_THROW(validate(c), InputError);
+}
+
+TEST(Sampling, SeededAndWithinTheSpace) {
+  const Config c = asha(8, 2, 2, 3, 8);
+  Rng a(42), b(42), other(43);
+  std::set<std::string> acts;
+  for (int i = 0; i < 200; ++i) {
+    const auto x = sample(c.space, a);
+    EXPECT_EQ(x, sample(c.space, b));
+    const double lr = x["lr"].get<double>();
+    EXPECT_GE(lr, 1e-4);
+    EXPECT_LE(lr, 1.0);
+    EXPECT_TRUE(x["layers"].is_number_integer());
+    EXPECT_GE(x["layers"].get<int>(), 1);
+    EXPECT_LE(x["layers"].get<int>(), 4);
+    acts.insert(x["act"].get<std::string>());
+  }
+  EXPECT_EQ(acts, (std::set<std::string>{"relu", "tanh"}));
+  EXPECT_NE(sample(c.space, a), sample(c.space, other));
+  // The numbers themselves are fixed (splitmix64), so a search is the same everywhere.
+  Rng fixed(0);
+  EXPECT_EQ(fixed.next(), 0xE220A8397B1DCDAFull);
+}
+
+TEST(Grid, EveryCombinationInOrder) {
+  std::vector<Param> space = {{"a", ParamKind::integer, 1, 2, {}, 3},
+                              {"lr", ParamKind::log_real, 0.001, 0.1, {}, 3}};
+  const auto g = grid(space, 100);
+  ASSERT_EQ(g.size(), 6u);
+  EXPECT_EQ(g[0]["a"], 1);
+  EXPECT_NEAR(g[1]["lr"].get<double>(), 0.01, 1e-12);
+  EXPECT_EQ(g[5]["a"], 2);
+  EXPECT_EQ(grid(space, 4).size(), 4u);
+}
+
+TEST(Asha, StartsMaxConcurrentTrialsAtTheFirstRung) {
+  Searcher s(asha(8, 3, 2, 3, 8));
+  const auto ops = s.start();
+  ASSERT_EQ(ops.size(), 3u);
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    EXPECT_EQ(ops[i].kind, Op::Kind::create);
+    EXPECT_EQ(ops[i].index, static_cast<std::int64_t>(i));
+    EXPECT_EQ(ops[i].budget, 2);
+    EXPECT_EQ(ops[i].rung, 0);
+  }
+  EXPECT_EQ(ops[0].trial, "t001");
+  EXPECT_TRUE(s.start().empty());  // once
+}
+
+TEST(Asha, PromotesTheTopOfARungOnlyOnceEnoughTrialsReachedIt) {
+  Searcher s(asha(8, 1, 2, 3, 8));
+  auto ops = s.start();
+  ASSERT_EQ(ops.size(), 1u);
+  // One trial at rung 0: the top half of one is nobody, so a new trial starts.
+  ops = finish(s, ops[0], 5.0);
+  ASSERT_EQ(ops.size(), 1u);
+  EXPECT_EQ(ops[0].kind, Op::Kind::create);
+  EXPECT_EQ(s.find("t001")->state, TrialState::waiting);
+  // Two at rung 0: the better (t002, 3.0) is promoted, resuming with rung 1's budget.
+  ops = finish(s, ops[0], 3.0);
+  ASSERT_EQ(ops.size(), 1u);
+  EXPECT_EQ(ops[0].kind, Op::Kind::resume);
+  EXPECT_EQ(ops[0].trial, "t002");
+  EXPECT_EQ(ops[0].budget, 4);
+  EXPECT_EQ(ops[0].rung, 1);
+  // t002 at rung 1 alone: nothing to promote there; rung 0 has had its top half
+  // promoted, so a third trial starts.
+  ops = finish(s, ops[0], 2.0);
+  ASSERT_EQ(ops.size(), 1u);
+  EXPECT_EQ(ops[0].kind, Op::Kind::create);
+  EXPECT_EQ(ops[0].trial, "t003");
+  // t003 scores 1.0: with three at rung 0 the top half is one trial, t003 the best,
+  // so it is promoted; t001 waits on.
+  ops = finish(s, ops[0], 1.0);
+  ASSERT_EQ(ops.size(), 1u);
+  EXPECT_EQ(ops[0].trial, "t003");
+  EXPECT_EQ(ops[0].kind, Op::Kind::resume);
+  EXPECT_EQ(s.find("t001")->state, TrialState::waiting);
+}
+
+TEST(Asha, ModeMaxPromotesTheLargest) {
+  Config c = asha(8, 1, 2, 2, 4);
+  c.mode = Mode::max;
+  Searcher s(c);
+  auto ops = s.start();
+  ops = finish(s, ops[0], 5.0);
+  ops = finish(s, ops[0], 3.0);
+  ASSERT_EQ(ops.size(), 1u);
+  EXPECT_EQ(ops[0].kind, Op::Kind::resume);
+  EXPECT_EQ(ops[0].trial, "t001");
+}
+
+// Drives a whole search: every run finishes with value f(trial, rung) in op order.
+struct SearchRun {
+  std::vector<Op> all;
+  std::vector<Event> events;
+};
+SearchRun drive(Searcher& s, const std::function<double(const Op&)>& f,
+                const std::function<bool(const Op&)>& fails = nullptr) {
+  SearchRun run;
+  std::deque<Op> todo;
+  for (auto& o : s.start()) {
+    run.all.push_back(o);
+    todo.push_back(o);
+  }
+  while (!todo.empty()) {
+    const Op op = todo.front();
+    todo.pop_front();
+    if (op.kind != Op::Kind::create && op.kind != Op::Kind::resume) continue;
+    std::vector<Event> evs;
+    if (fails && fails(op)) {
+      evs = {{Event::Kind::failed, op.trial, 0, 0, "exit code 1"}};
+    } else {
+      evs = {{Event::Kind::reported, op.trial, op.budget - 1, f(op), ""},
+             {Event::Kind::finished, op.trial, 0, 0, ""}};
+    }
+    for (const auto& e : evs) {
+      run.events.push_back(e);
+      for (auto& o : s.handle(e)) {
+        run.all.push_back(o);
+        todo.push_back(o);
+      }
+    }
+  }
+  return run;
+}
+
+double quality(const Op& op) {
+  // Deterministic, distinct per trial, improving with the rung.
+  const int n = std::stoi(op.trial.substr(1));
+  return std::fmod(n * 0.37, 1.0) + 1.0 / (op.rung + 1);
+}
+
+TEST(Asha, AWholeSearchEndsWithEveryTrialCompletedOrStopped) {
+  Searcher s(asha(9, 3, 3, 3, 9));
+  const SearchRun run = drive(s, quality);
+  EXPECT_TRUE(s.complete());
+  ASSERT_FALSE(run.all.empty());
+  EXPECT_EQ(run.all.back().kind, Op::Kind::complete);
+  EXPECT_EQ(of_kind(run.all, Op::Kind::create).size(), 9u);
+  int completed = 0;
+  for (const auto& t : s.trials()) {
+    EXPECT_TRUE(t.state == TrialState::completed || t.state == TrialState::stopped) << t.id;
+    if (t.state == TrialState::completed) ++completed;
+  }
+  // With divisor 3, a third of 9 reaches rung 1 and a third of those the top.
+  EXPECT_EQ(completed, 1);
+  EXPECT_EQ(of_kind(run.all, Op::Kind::resume).size(), 4u);
+  // Op indices are consecutive.
+  for (std::size_t i = 0; i < run.all.size(); ++i) {
+    EXPECT_EQ(run.all[i].index, static_cast<std::int64_t>(i));
+  }
+  // The best trial is the one at the top rung.
+  ASSERT_TRUE(s.best());
+  EXPECT_EQ(s.find(*s.best())->state, TrialState::completed);
+}
+
+TEST(Asha, NeverRunsMoreThanMaxConcurrentTrials) {
+  Searcher s(asha(20, 4, 2, 3, 8));
+  auto ops = s.start();
+  std::deque<Op> running(ops.begin(), ops.end());
+  EXPECT_EQ(running.size(), 4u);
+  while (!running.empty()) {
+    const Op op = running.front();
+    running.pop_front();
+    for (const auto& o : finish(s, op, quality(op))) {
+      if (o.kind == Op::Kind::create || o.kind == Op::Kind::resume) running.push_back(o);
+    }
+    EXPECT_LE(running.size(), 4u);
+  }
+  EXPECT_TRUE(s.complete());
+}
+
+TEST(Asha, ReplayingTheEventsGivesTheSameStateAndOperations) {
+  Searcher first(asha(12, 3, 2, 3, 8));
+  const SearchRun run = drive(first, quality, [](const Op& op) { return op.trial == "t004"; });
+  // A restarted driver: a new searcher, the recorded events in order.
+  for (std::size_t cut : {std::size_t{0}, run.events.size() / 2, run.events.size()}) {
+    Searcher again(asha(12, 3, 2, 3, 8));
+    std::vector<Op> ops = again.start();
+    for (std::size_t i = 0; i < cut; ++i) {
+      for (auto& o : again.handle(run.events[i])) ops.push_back(o);
+    }
+    ASSERT_LE(ops.size(), run.all.size());
+    for (std::size_t i = 0; i < ops.size(); ++i) {
+      EXPECT_EQ(ops[i].index, run.all[i].index);
+      EXPECT_EQ(ops[i].trial, run.all[i].trial);
+      EXPECT_EQ(ops[i].kind, run.all[i].kind);
+      EXPECT_EQ(ops[i].hparams, run.all[i].hparams);
+      EXPECT_EQ(ops[i].budget, run.all[i].budget);
+    }
+    if (cut == run.events.size()) {
+      EXPECT_EQ(again.snapshot(), first.snapshot());
+    }
+  }
+}
+
+TEST(Failures, RetriedWithinTheRestartBudgetThenFailedAndTheSearchGoesOn) {
+  Config c = asha(4, 1, 2, 2, 4);
+  c.max_restarts = 2;
+  Searcher s(c);
+  auto ops = s.start();
+  ASSERT_EQ(ops[0].trial, "t001");
+  for (int i = 1; i <= 2; ++i) {
+    ops = s.handle({Event::Kind::failed, "t001", 0, 0, "exit code 1"});
+    ASSERT_EQ(ops.size(), 1u);
+    EXPECT_EQ(ops[0].kind, Op::Kind::resume);  // from its own checkpoint, same budget
+    EXPECT_EQ(ops[0].trial, "t001");
+    EXPECT_EQ(ops[0].budget, 2);
+    EXPECT_EQ(ops[0].reason, "retry " + std::to_string(i) + " of 2 after: exit code 1");
+  }
+  ops = s.handle({Event::Kind::failed, "t001", 0, 0, "exit code 1"});
+  EXPECT_EQ(s.find("t001")->state, TrialState::failed);
+  EXPECT_EQ(s.find("t001")->reason, "exit code 1");
+  ASSERT_EQ(ops.size(), 1u);
+  EXPECT_EQ(ops[0].kind, Op::Kind::create);  // the search goes on
+  EXPECT_EQ(ops[0].trial, "t002");
+}
+
+TEST(Failures, FinishingWithoutTheMetricIsAFailure) {
+  Config c = asha(2, 1, 2, 2, 4);
+  c.max_restarts = 0;
+  Searcher s(c);
+  s.start();
+  const auto ops = s.handle({Event::Kind::finished, "t001", 0, 0, ""});
+  EXPECT_EQ(s.find("t001")->state, TrialState::failed);
+  EXPECT_EQ(s.find("t001")->reason, "finished without reporting 'loss'");
+  ASSERT_EQ(ops.size(), 1u);
+  EXPECT_EQ(ops[0].trial, "t002");
+}
+
+TEST(Events, StaleOrUnknownChangeNothing) {
+  Searcher s(asha(4, 1, 2, 2, 4));
+  auto ops = s.start();
+  const auto before = s.snapshot();
+  EXPECT_TRUE(s.handle({Event::Kind::finished, "t999", 0, 0, ""}).empty());
+  EXPECT_TRUE(s.handle({Event::Kind::started, "t001", 0, 0, ""}).empty());
+  // A report past the run's budget belongs to no rung of this run.
+  EXPECT_TRUE(s.handle({Event::Kind::reported, "t001", 99, 1.0, ""}).empty());
+  EXPECT_EQ(s.snapshot(), before);
+  finish(s, ops[0], 1.0);
+  const auto after = s.snapshot();
+  EXPECT_TRUE(s.handle({Event::Kind::finished, "t001", 0, 0, ""}).empty());  // already waiting
+  EXPECT_EQ(s.snapshot(), after);
+}
+
+TEST(Random, EveryTrialRunsTheWholeBudget) {
+  Config c = asha(5, 2, 2, 3, 8);
+  c.algorithm = Algorithm::random;
+  Searcher s(c);
+  const SearchRun run = drive(s, quality);
+  EXPECT_EQ(of_kind(run.all, Op::Kind::create).size(), 5u);
+  EXPECT_TRUE(of_kind(run.all, Op::Kind::resume).empty());
+  for (const auto& o : of_kind(run.all, Op::Kind::create)) EXPECT_EQ(o.budget, 8);
+  for (const auto& t : s.trials()) EXPECT_EQ(t.state, TrialState::completed);
+}
+
+TEST(GridSearch, RunsEachPointOnce) {
+  Config c = asha(100, 2, 2, 3, 8);
+  c.algorithm = Algorithm::grid;
+  c.space = {{"a", ParamKind::integer, 1, 3, {}, 3},
+             {"b", ParamKind::categorical, 0, 0, {"x", "y"}, 3}};
+  Searcher s(c);
+  const SearchRun run = drive(s, quality);
+  const auto created = of_kind(run.all, Op::Kind::create);
+  ASSERT_EQ(created.size(), 6u);
+  std::set<std::string> points;
+  for (const auto& o : created) points.insert(o.hparams.dump());
+  EXPECT_EQ(points.size(), 6u);
+  EXPECT_TRUE(s.complete());
+}
+
+}  // namespace
+}  // namespace dl::exp::search
