@@ -221,6 +221,26 @@ void exclude_failed_node(const JobRef& job, const std::string& node) {
       job.to_string(), node);
 }
 
+std::vector<std::string> expand_nodes(const std::string& nodes) {
+  init();
+  const std::unique_ptr<hostlist, HostlistDeleter> all(slurm_hostlist_create(nodes.c_str()));
+  if (!all) throw SystemError(fmt::format("couldn't parse the node list '{}'", nodes));
+  std::vector<std::string> out;
+  while (char* host = slurm_hostlist_shift(all.get())) {
+    out.emplace_back(host);
+    std::free(host);
+  }
+  return out;
+}
+
+void signal_steps(const JobRef& job, int sig) {
+  init();
+  if (slurm_kill_job(job.job_id, static_cast<std::uint16_t>(sig), KILL_STEPS_ONLY) !=
+      SLURM_SUCCESS) {
+    fail(fmt::format("signal the steps of job {}", job.to_string()));
+  }
+}
+
 void requeue(const JobRef& job, bool hold) {
   init();
   // By job id, not by the array's id: slurm_requeue acts on exactly one job record.

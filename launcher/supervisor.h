@@ -35,6 +35,9 @@ struct JobSettings {
   std::uint32_t restart_count = 0;
   std::string node;  // SLURMD_NODENAME
   std::optional<slurm::JobRef> job;
+  // Started by dlrun's job-level launcher (DL_JOB_LAUNCHER=1): a failure ends the step
+  // with kExitRestartStep and the launcher restarts it inside the allocation.
+  bool under_launcher = false;
 };
 
 // Exit codes of dlrun besides the program's own.

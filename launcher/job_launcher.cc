@@ -1,0 +1,245 @@
+#include "launcher/job_launcher.h"
+
+#include <fmt/format.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+
+#include "core/error.h"
+#include "core/log.h"
+#include "core/signals.h"
+#include "launcher/launch.h"
+#include "launcher/program.h"
+#include "launcher/resume.h"
+#include "launcher/run_end.h"
+#include "launcher/slurm_job.h"
+#include "launcher/status.h"
+
+namespace dl {
+namespace {
+
+using Steady = std::chrono::steady_clock;
+
+// Entries of a comma-separated list such as SLURM_JOB_GPUS ("0,1"); 0 for none.
+std::uint32_t count_list(const char* text) {
+  if (!text || !*text) return 0;
+  std::uint32_t n = 1;
+  for (const char* p = text; *p; ++p) n += *p == ',';
+  return n;
+}
+
+class Launcher {
+ public:
+  Launcher(LauncherSettings settings, UniqueFd signals)
+      : s_(std::move(settings)), signals_(std::move(signals)) {}
+
+  int run();
+
+ private:
+  // Runs one step on `shape` (`reshaped`: nodes were taken out of the job, so srun gets
+  // the shape spelt out); returns srun's exit code.
+  int run_step(const StepShape& shape, bool reshaped);
+  void on_signal(int sig);
+  // A failed step: the restart guard, the nodes, and what comes next.
+  RecoveryOutcome recover(int code, const StepShape& shape);
+  void show(JobPhase phase, const std::string& detail);
+
+  LauncherSettings s_;
+  UniqueFd signals_;
+  std::optional<Program> srun_;
+  std::optional<int> srun_status_;
+  bool stopping_ = false;  // SIGINT/SIGTERM: no more steps
+  std::uint32_t restarts_here_ = 0;
+  std::optional<std::int64_t> ckpt_at_start_;
+};
+
+void Launcher::show(JobPhase phase, const std::string& detail) {
+  Status st;
+  st.phase = phase;
+  st.detail = detail;
+  const std::string text = format_status(st);
+  log(LogLevel::info, "{}", text);
+  try {
+    const slurm::JobInfo info = slurm::load_job(*s_.job.job);
+    slurm::set_comment(*s_.job.job, merge_comment(comment_prefix(info.comment), text));
+  } catch (const std::exception& e) {
+    log(LogLevel::warning, "{}", e.what());
+  }
+}
+
+void Launcher::on_signal(int sig) {
+  switch (sig) {
+    case SIGCHLD:
+      if (srun_ && !srun_status_) srun_status_ = srun_->reap();
+      break;
+    case SIGINT:
+      // Ctrl-C in salloc: every rank checkpoints (when it can) and stops, as on Slurm's
+      // SIGTERM; srun itself only reports the first Ctrl-C.
+      if (!stopping_) log(LogLevel::info, "SIGINT: stopping every rank");
+      stopping_ = true;
+      try {
+        slurm::signal_steps(*s_.job.job, SIGTERM);
+      } catch (const std::exception& e) {
+        log(LogLevel::warning, "{}", e.what());
+        if (srun_) srun_->signal(SIGTERM);
+      }
+      break;
+    case SIGTERM:
+      // Slurm signals every step itself (preemption, scancel, the time limit): the ranks
+      // checkpoint and requeue; the launcher only starts no new step.
+      log(LogLevel::verbose, "SIGTERM: no new step after this one");
+      stopping_ = true;
+      break;
+    default: break;
+  }
+}
+
+int Launcher::run_step(const StepShape& shape, bool reshaped) {
+  EnvChanges changes;
+  changes.set.emplace_back("DL_JOB_LAUNCHER", "1");
+  changes.set.emplace_back("DL_RESTART_COUNT", std::to_string(s_.job.restart_count));
+  std::vector<std::string> argv{"srun", "--mpi=pmix"};
+  if (reshaped) {
+    // The job's variables still describe the allocation as it started.
+    const auto n = shape.nodes.size();
+    const std::string nodes = fmt::format("{}", fmt::join(shape.nodes, ","));
+    const std::string tasks = std::to_string(n * shape.tasks_per_node);
+    for (const char* v : {"SLURM_NNODES", "SLURM_JOB_NUM_NODES"})
+      changes.set.emplace_back(v, std::to_string(n));
+    for (const char* v : {"SLURM_NODELIST", "SLURM_JOB_NODELIST"})
+      changes.set.emplace_back(v, nodes);
+    for (const char* v : {"SLURM_NTASKS", "SLURM_NPROCS"}) changes.set.emplace_back(v, tasks);
+    changes.set.emplace_back("SLURM_TASKS_PER_NODE",
+                             fmt::format("{}(x{})", shape.tasks_per_node, n));
+    changes.unset = {"SLURM_JOB_CPUS_PER_NODE"};
+    for (auto& o : step_shape_options(shape)) argv.push_back(std::move(o));
+  }
+  argv.push_back(s_.dlrun);
+  argv.insert(argv.end(), s_.dlrun_args.begin(), s_.dlrun_args.end());
+  ProgramSpec spec;
+  spec.argv = argv;
+  spec.env = apply_env(s_.env, changes);
+  spec.capture_output = false;
+  // On a terminal srun stays in the foreground process group (its stdin is the
+  // terminal); elsewhere it gets its own, so that only dlrun decides about signals.
+  spec.own_process_group = !isatty(STDIN_FILENO);
+  srun_status_.reset();
+  srun_ = Program::start(spec);
+  log(LogLevel::verbose, "started srun (pid {}) for restart {}", srun_->pid(),
+      s_.job.restart_count);
+  while (!srun_status_) {
+    pollfd fd{signals_.get(), POLLIN, 0};
+    const int n = poll(&fd, 1, 250);
+    if (n < 0 && errno != EINTR) throw SystemError(fmt::format("poll: {}", std::strerror(errno)));
+    signalfd_siginfo si{};
+    while (read(signals_.get(), &si, sizeof si) == sizeof si)
+      on_signal(static_cast<int>(si.ssi_signo));
+    if (!srun_status_) srun_status_ = srun_->reap();
+  }
+  srun_.reset();
+  return exit_code_of(*srun_status_);
+}
+
+RecoveryOutcome Launcher::recover(int code, const StepShape& shape) {
+  RecoveryOutcome r;
+  // Which of the step's nodes failed: their slurmd does not answer (slurmctld will only
+  // know after SlurmdTimeout).
+  std::vector<std::string> dead;
+  for (const auto& n : shape.nodes) {
+    bool alive = true;
+    try {
+      alive = node_answers(n);
+    } catch (const std::exception& e) {
+      log(LogLevel::warning, "{} (taking node {} for alive)", e.what(), n);
+    }
+    if (!alive) dead.push_back(n);
+  }
+  const RecoveryPlan plan = plan_recovery(shape, dead, s_.elastic);
+  if (!plan.dead.empty()) log(LogLevel::info, "{}", plan.why);
+  const std::string why = fmt::format("step failed (exit code {})", code);
+  const RunOutcome out = conclude_run(
+      s_.job, s_.max_stalled_restarts, RunEnd::failed, code, why, ckpt_at_start_,
+      [this](JobPhase phase, const std::string& detail) { show(phase, detail); },
+      plan.dead.empty() ? std::string() : plan.dead.front(), plan.in_allocation);
+  r.exit_code = out.exit_code;
+  if (!out.restart_here) return r;
+  ckpt_at_start_ = out.newest_ckpt;
+  // Nodes that failed leave the job before anything else: then Slurm neither kills the
+  // job when it marks them DOWN nor keeps it completing there (see dlrun(1)).
+  std::string nodes = fmt::format("{}", fmt::join(shape.nodes, ","));
+  for (const auto& d : plan.dead) {
+    try {
+      slurm::remove_node(*s_.job.job, nodes, d);
+    } catch (const std::exception& e) {
+      log(LogLevel::error, "{}", e.what());
+      r.exit_code = kExitLost;
+      return r;
+    }
+    std::vector<std::string> left;
+    for (const auto& n : slurm::expand_nodes(nodes))
+      if (n != d) left.push_back(n);
+    nodes = fmt::format("{}", fmt::join(left, ","));
+  }
+  if (!plan.dead.empty()) show(JobPhase::restarting, plan.why + "; " + out.detail);
+  r.next = plan.shape;
+  return r;
+}
+
+int Launcher::run() {
+  const slurm::JobInfo info = slurm::load_job(*s_.job.job);
+  StepShape shape;
+  shape.nodes = slurm::expand_nodes(info.nodes);
+  // An elastic job has no task count (its node count varies): one rank per GPU, its
+  // steps spelt out. Any other job's steps take the job's own layout.
+  bool reshaped = false;
+  if (const char* t = std::getenv("SLURM_TASKS_PER_NODE")) {
+    if (const auto k = first_node_tasks(t)) shape.tasks_per_node = *k;
+  }
+  if (s_.elastic && !std::getenv("SLURM_NTASKS_PER_NODE")) {
+    if (const auto gpus = count_list(std::getenv("SLURM_JOB_GPUS"))) shape.tasks_per_node = gpus;
+    reshaped = true;
+  }
+  if (!s_.job.ckpt_dir.empty()) {
+    try {
+      if (const auto r = newest_checkpoint(s_.job.ckpt_dir, CheckLevel::quick)) {
+        ckpt_at_start_ = r->step;
+      }
+    } catch (const std::exception& e) {
+      log(LogLevel::verbose, "{}", e.what());
+    }
+  }
+  for (;;) {
+    const auto started = Steady::now();
+    const int code = run_step(shape, reshaped);
+    const auto took = std::chrono::duration_cast<std::chrono::seconds>(Steady::now() - started);
+    const StepEnd end = classify_step_exit(code);
+    if (end != StepEnd::failed) return code;
+    if (stopping_) {
+      log(LogLevel::info, "the step ended with exit code {} after a stop: no restart", code);
+      return code;
+    }
+    log(LogLevel::info, "the step ended with exit code {} after {}s", code, took.count());
+    const RecoveryOutcome r = recover(code, shape);
+    if (!r.next) return r.exit_code;
+    reshaped = reshaped || r.next->nodes != shape.nodes;
+    shape = *r.next;
+    ++restarts_here_;
+    ++s_.job.restart_count;
+    log(LogLevel::info, "restart {} inside the allocation (DL_RESTART_COUNT={}) on {}",
+        restarts_here_, s_.job.restart_count, fmt::join(shape.nodes, ","));
+  }
+}
+
+}  // namespace
+
+int run_job_launcher(LauncherSettings settings, UniqueFd signals) {
+  Launcher l(std::move(settings), std::move(signals));
+  return l.run();
+}
+
+}  // namespace dl
