@@ -104,19 +104,10 @@ int Launcher::run_step(const StepShape& shape, bool reshaped) {
   changes.set.emplace_back("DL_JOB_LAUNCHER", "1");
   changes.set.emplace_back("DL_RESTART_COUNT", std::to_string(s_.job.restart_count));
   std::vector<std::string> argv{"srun", "--mpi=pmix"};
+  // The shape spelt out on srun's command line, which overrides the job's variables
+  // (they still describe the allocation as it started; Open MPI misread the job's
+  // layout when they were rewritten).
   if (reshaped) {
-    // The job's variables still describe the allocation as it started.
-    const auto n = shape.nodes.size();
-    const std::string nodes = fmt::format("{}", fmt::join(shape.nodes, ","));
-    const std::string tasks = std::to_string(n * shape.tasks_per_node);
-    for (const char* v : {"SLURM_NNODES", "SLURM_JOB_NUM_NODES"})
-      changes.set.emplace_back(v, std::to_string(n));
-    for (const char* v : {"SLURM_NODELIST", "SLURM_JOB_NODELIST"})
-      changes.set.emplace_back(v, nodes);
-    for (const char* v : {"SLURM_NTASKS", "SLURM_NPROCS"}) changes.set.emplace_back(v, tasks);
-    changes.set.emplace_back("SLURM_TASKS_PER_NODE",
-                             fmt::format("{}(x{})", shape.tasks_per_node, n));
-    changes.unset = {"SLURM_JOB_CPUS_PER_NODE"};
     for (auto& o : step_shape_options(shape)) argv.push_back(std::move(o));
   }
   argv.push_back(s_.dlrun);

@@ -156,9 +156,9 @@ stop_watch() { kill "$(cat watch.pid)" 2>/dev/null || true; }
 }
 
 @test "recovery 4: dlrun in salloc starts the ranks itself; SIGINT (Ctrl-C) stops every rank cleanly" {
-  timeout 120 salloc -N2 --ntasks-per-node=1 --dl-gpus=2 "$DLRUN" "$DP" --steps 60 --step-ms 0 \
+  timeout 120 salloc -N2 --ntasks-per-node=1 --dl-gpus=2 "$DLRUN" -v "$DP" --steps 60 --step-ms 0 \
     --out "$PWD/small.bin" >small.txt 2>&1 || { cat small.txt; false; }
-  grep -q '^\[rank 1@n[0-9]*\] ' small.txt
+  grep -q "^\[rank 1@n[0-9]*\] dlrun: started '.*dp_trainer' (pid [0-9]*): RANK=1 WORLD_SIZE=2 " small.txt
   grep -q '\] final step 59 ' small.txt
   # Ctrl-C: the launcher gets SIGINT (a terminal sends it to the foreground group).
   timeout 120 salloc -N2 --ntasks-per-node=1 --dl-gpus=2 sh -c \
