@@ -268,6 +268,7 @@ int run(int argc, char** argv) {
   // inside the allocation.
   if (getenv_or("DL_JOB_LAUNCHER", "") == "1") {
     job.under_launcher = true;
+    job.comment_frozen = getenv_or("DL_JOB_COMMENT_FROZEN", "") == "1";
     job.restart_count = static_cast<std::uint32_t>(
         parse_uint("DL_RESTART_COUNT", getenv_or("DL_RESTART_COUNT", "0"), 0, UINT32_MAX));
   }

@@ -6,14 +6,17 @@
 #include <sys/signalfd.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <map>
 
 #include "core/error.h"
 #include "core/log.h"
 #include "core/signals.h"
 #include "launcher/launch.h"
+#include "launcher/net.h"
 #include "launcher/program.h"
 #include "launcher/resume.h"
 #include "launcher/run_end.h"
@@ -24,6 +27,12 @@ namespace dl {
 namespace {
 
 using Steady = std::chrono::steady_clock;
+using namespace std::chrono_literals;
+
+// How often the launcher checks that the step's nodes answer, and after how many checks
+// in a row without an answer a node counts as failed.
+constexpr auto kNodeCheck = 1000ms;
+constexpr int kSilentChecks = 2;
 
 // Entries of a comma-separated list such as SLURM_JOB_GPUS ("0,1"); 0 for none.
 std::uint32_t count_list(const char* text) {
@@ -53,7 +62,25 @@ class Launcher {
   UniqueFd signals_;
   std::optional<Program> srun_;
   std::optional<int> srun_status_;
-  bool stopping_ = false;  // SIGINT/SIGTERM: no more steps
+  // While a step runs: whether each of its nodes' slurmd still answers (a TCP connect
+  // every kNodeCheck). srun waits for a dead node's tasks until slurmctld marks the node
+  // DOWN (SlurmdTimeout); the launcher ends the step as soon as it sees the node gone.
+  void watch_nodes(const StepShape& shape, Steady::time_point now);
+  void end_step_without(const std::string& node);
+  void resized();
+  struct Slurmd {
+    std::string address;
+    std::uint16_t port = 0;
+    int silent = 0;  // checks in a row without an answer
+  };
+  std::map<std::string, Slurmd> slurmd_;
+  Steady::time_point next_node_check_;
+  bool srun_killed_ = false;
+  // A node was taken out of the job: later steps share the CPUs and GPUs with the failed
+  // step, which slurmctld keeps (its tasks are gone) until the node's part reports back.
+  bool overlap_ = false;
+  bool comment_frozen_ = false;  // see JobSettings::comment_frozen
+  bool stopping_ = false;        // SIGINT/SIGTERM: no more steps
   std::uint32_t restarts_here_ = 0;
   std::optional<std::int64_t> ckpt_at_start_;
 };
@@ -64,6 +91,7 @@ void Launcher::show(JobPhase phase, const std::string& detail) {
   st.detail = detail;
   const std::string text = format_status(st);
   log(LogLevel::info, "{}", text);
+  if (comment_frozen_) return;
   try {
     const slurm::JobInfo info = slurm::load_job(*s_.job.job);
     slurm::set_comment(*s_.job.job, merge_comment(comment_prefix(info.comment), text));
@@ -103,7 +131,9 @@ int Launcher::run_step(const StepShape& shape, bool reshaped) {
   EnvChanges changes;
   changes.set.emplace_back("DL_JOB_LAUNCHER", "1");
   changes.set.emplace_back("DL_RESTART_COUNT", std::to_string(s_.job.restart_count));
+  if (comment_frozen_) changes.set.emplace_back("DL_JOB_COMMENT_FROZEN", "1");
   std::vector<std::string> argv{"srun", "--mpi=pmix"};
+  if (overlap_) argv.emplace_back("--overlap");
   // The shape spelt out on srun's command line, which overrides the job's variables
   // (they still describe the allocation as it started; Open MPI misread the job's
   // layout when they were rewritten).
@@ -120,6 +150,8 @@ int Launcher::run_step(const StepShape& shape, bool reshaped) {
   // terminal); elsewhere it gets its own, so that only dlrun decides about signals.
   spec.own_process_group = !isatty(STDIN_FILENO);
   srun_status_.reset();
+  srun_killed_ = false;
+  next_node_check_ = Steady::now() + kNodeCheck;
   srun_ = Program::start(spec);
   log(LogLevel::verbose, "started srun (pid {}) for restart {}", srun_->pid(),
       s_.job.restart_count);
@@ -131,9 +163,64 @@ int Launcher::run_step(const StepShape& shape, bool reshaped) {
     while (read(signals_.get(), &si, sizeof si) == sizeof si)
       on_signal(static_cast<int>(si.ssi_signo));
     if (!srun_status_) srun_status_ = srun_->reap();
+    if (!srun_status_ && !stopping_) watch_nodes(shape, Steady::now());
   }
   srun_.reset();
   return exit_code_of(*srun_status_);
+}
+
+void Launcher::watch_nodes(const StepShape& shape, Steady::time_point now) {
+  if (now < next_node_check_ || srun_killed_) return;
+  next_node_check_ = now + kNodeCheck;
+  for (const auto& n : shape.nodes) {
+    Slurmd& d = slurmd_[n];
+    try {
+      if (d.address.empty()) {
+        const slurm::NodeInfo info = slurm::load_node(n);
+        d.address = net::resolve(info.address);
+        d.port = info.port;
+      }
+      net::connect_tcp(d.address, d.port, kNodeCheck);
+      d.silent = 0;
+    } catch (const std::exception& e) {
+      log(LogLevel::verbose, "node {}: {}", n, e.what());
+      if (++d.silent >= kSilentChecks) {
+        end_step_without(n);
+        return;
+      }
+    }
+  }
+}
+
+void Launcher::end_step_without(const std::string& node) {
+  log(LogLevel::info, "node {} does not answer: ending the step", node);
+  // First out of the job: slurmctld then kills the step there at once, and neither
+  // kills the job nor leaves it completing on the node when it marks the node DOWN.
+  try {
+    const slurm::JobInfo info = slurm::load_job(*s_.job.job);
+    slurm::remove_node(*s_.job.job, info.nodes, node);
+    resized();
+  } catch (const std::exception& e) {
+    log(LogLevel::warning, "{}", e.what());
+  }
+  // srun would still wait for the node's tasks: its step's other tasks have ended or
+  // end now (their rank 0 lost the node's ranks).
+  srun_killed_ = true;
+  if (srun_) srun_->signal(SIGKILL);
+}
+
+void Launcher::resized() {
+  overlap_ = true;
+  try {
+    comment_frozen_ = slurm::resized_jobs_frozen();
+  } catch (const std::exception& e) {
+    log(LogLevel::warning, "{}", e.what());
+  }
+  if (comment_frozen_) {
+    log(LogLevel::info,
+        "slurmctld keeps no accounting: Slurm accepts no update of a resized job, so the "
+        "status line is only logged from now on");
+  }
 }
 
 RecoveryOutcome Launcher::recover(int code, const StepShape& shape) {
@@ -162,19 +249,19 @@ RecoveryOutcome Launcher::recover(int code, const StepShape& shape) {
   ckpt_at_start_ = out.newest_ckpt;
   // Nodes that failed leave the job before anything else: then Slurm neither kills the
   // job when it marks them DOWN nor keeps it completing there (see dlrun(1)).
-  std::string nodes = fmt::format("{}", fmt::join(shape.nodes, ","));
   for (const auto& d : plan.dead) {
     try {
-      slurm::remove_node(*s_.job.job, nodes, d);
+      const slurm::JobInfo info = slurm::load_job(*s_.job.job);
+      const auto nodes = slurm::expand_nodes(info.nodes);
+      if (std::find(nodes.begin(), nodes.end(), d) != nodes.end()) {
+        slurm::remove_node(*s_.job.job, info.nodes, d);
+        resized();
+      }
     } catch (const std::exception& e) {
       log(LogLevel::error, "{}", e.what());
       r.exit_code = kExitLost;
       return r;
     }
-    std::vector<std::string> left;
-    for (const auto& n : slurm::expand_nodes(nodes))
-      if (n != d) left.push_back(n);
-    nodes = fmt::format("{}", fmt::join(left, ","));
   }
   if (!plan.dead.empty()) show(JobPhase::restarting, plan.why + "; " + out.detail);
   r.next = plan.shape;

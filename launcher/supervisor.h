@@ -38,6 +38,9 @@ struct JobSettings {
   // Started by dlrun's job-level launcher (DL_JOB_LAUNCHER=1): a failure ends the step
   // with kExitRestartStep and the launcher restarts it inside the allocation.
   bool under_launcher = false;
+  // The launcher resized the job and Slurm accepts no update of it any more (no
+  // slurmdbd: see slurm::resized_jobs_frozen): the status line is only logged.
+  bool comment_frozen = false;
 };
 
 // Exit codes of dlrun besides the program's own.
