@@ -205,6 +205,7 @@ void Coordinator::end_run(RunEnd end, int code, const std::string& why, Steady::
     // launcher decides: restart guard, nodes, a new step or a requeue.
     broadcast_(end_message(job_.under_launcher ? kExitRestartStep : code, why));
     if (job_.under_launcher) {
+      report_lost_node(job_, lost_node_);
       set_phase(JobPhase::failed, why, now);
       exp::record_event(tracking_event(JobPhase::failed), why);
       return;

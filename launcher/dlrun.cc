@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <mutex>
@@ -269,6 +270,15 @@ int run(int argc, char** argv) {
   if (getenv_or("DL_JOB_LAUNCHER", "") == "1") {
     job.under_launcher = true;
     job.comment_frozen = getenv_or("DL_JOB_COMMENT_FROZEN", "") == "1";
+    job.launcher_addr = getenv_or("DL_LAUNCHER_ADDR", "");
+    job.launcher_port = static_cast<std::uint16_t>(
+        parse_uint("DL_LAUNCHER_PORT", getenv_or("DL_LAUNCHER_PORT", "0"), 0, 65535));
+    job.launcher_key = getenv_or("DL_LAUNCHER_KEY", "");
+    // The program has no use for them.
+    inherited.env.erase(
+        std::remove_if(inherited.env.begin(), inherited.env.end(),
+                       [](const std::string& v) { return v.rfind("DL_LAUNCHER_", 0) == 0; }),
+        inherited.env.end());
     job.restart_count = static_cast<std::uint32_t>(
         parse_uint("DL_RESTART_COUNT", getenv_or("DL_RESTART_COUNT", "0"), 0, UINT32_MAX));
   }

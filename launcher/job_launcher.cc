@@ -10,11 +10,11 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
-#include <map>
 
 #include "core/error.h"
 #include "core/log.h"
 #include "core/signals.h"
+#include "launcher/control.h"
 #include "launcher/launch.h"
 #include "launcher/net.h"
 #include "launcher/program.h"
@@ -29,10 +29,9 @@ namespace {
 using Steady = std::chrono::steady_clock;
 using namespace std::chrono_literals;
 
-// How often the launcher checks that the step's nodes answer, and after how many checks
-// in a row without an answer a node counts as failed.
-constexpr auto kNodeCheck = 1000ms;
-constexpr int kSilentChecks = 2;
+// A step's dlrun that reports a lost node says so in its first line, at once; a
+// connection that has not within this time is closed.
+constexpr auto kReportTimeout = 5s;
 
 // Entries of a comma-separated list such as SLURM_JOB_GPUS ("0,1"); 0 for none.
 std::uint32_t count_list(const char* text) {
@@ -62,19 +61,23 @@ class Launcher {
   UniqueFd signals_;
   std::optional<Program> srun_;
   std::optional<int> srun_status_;
-  // While a step runs: whether each of its nodes' slurmd still answers (a TCP connect
-  // every kNodeCheck). srun waits for a dead node's tasks until slurmctld marks the node
-  // DOWN (SlurmdTimeout); the launcher ends the step as soon as it sees the node gone.
-  void watch_nodes(const StepShape& shape, Steady::time_point now);
+  // While a step runs, its rank 0 (rank 1 for rank 0's own node) reports a lost rank's
+  // node to the launcher's port (see format_lost_node). srun would wait for a dead
+  // node's tasks until slurmctld marks the node DOWN (SlurmdTimeout); the launcher
+  // checks that the node's slurmd does not answer and ends the step at once.
+  void on_report_accept();
+  void on_report_readable(std::size_t i, const StepShape& shape);
   void end_step_without(const std::string& node);
   void resized();
-  struct Slurmd {
-    std::string address;
-    std::uint16_t port = 0;
-    int silent = 0;  // checks in a row without an answer
+  struct Report {
+    UniqueFd fd;
+    LineBuffer in;
+    Steady::time_point by;
   };
-  std::map<std::string, Slurmd> slurmd_;
-  Steady::time_point next_node_check_;
+  std::optional<net::Listener> listener_;
+  std::string address_;
+  std::string key_;
+  std::vector<Report> reports_;
   bool srun_killed_ = false;
   // A node was taken out of the job: later steps share the CPUs and GPUs with the failed
   // step, which slurmctld keeps (its tasks are gone) until the node's part reports back.
@@ -132,6 +135,11 @@ int Launcher::run_step(const StepShape& shape, bool reshaped) {
   changes.set.emplace_back("DL_JOB_LAUNCHER", "1");
   changes.set.emplace_back("DL_RESTART_COUNT", std::to_string(s_.job.restart_count));
   if (comment_frozen_) changes.set.emplace_back("DL_JOB_COMMENT_FROZEN", "1");
+  if (listener_) {
+    changes.set.emplace_back("DL_LAUNCHER_ADDR", address_);
+    changes.set.emplace_back("DL_LAUNCHER_PORT", std::to_string(listener_->port));
+    changes.set.emplace_back("DL_LAUNCHER_KEY", key_);
+  }
   std::vector<std::string> argv{"srun", "--mpi=pmix"};
   if (overlap_) argv.emplace_back("--overlap");
   // The shape spelt out on srun's command line, which overrides the job's variables
@@ -151,45 +159,91 @@ int Launcher::run_step(const StepShape& shape, bool reshaped) {
   spec.own_process_group = !isatty(STDIN_FILENO);
   srun_status_.reset();
   srun_killed_ = false;
-  next_node_check_ = Steady::now() + kNodeCheck;
   srun_ = Program::start(spec);
   log(LogLevel::verbose, "started srun (pid {}) for restart {}", srun_->pid(),
       s_.job.restart_count);
   while (!srun_status_) {
-    pollfd fd{signals_.get(), POLLIN, 0};
-    const int n = poll(&fd, 1, 250);
+    std::vector<pollfd> fds{{signals_.get(), POLLIN, 0}};
+    if (listener_) fds.push_back({listener_->fd.get(), POLLIN, 0});
+    for (const auto& r : reports_) fds.push_back({r.fd.get(), POLLIN, 0});
+    const int n = poll(fds.data(), fds.size(), 250);
     if (n < 0 && errno != EINTR) throw SystemError(fmt::format("poll: {}", std::strerror(errno)));
     signalfd_siginfo si{};
     while (read(signals_.get(), &si, sizeof si) == sizeof si)
       on_signal(static_cast<int>(si.ssi_signo));
+    const std::size_t first = listener_ ? 2 : 1;
+    for (std::size_t i = first; n > 0 && i < fds.size(); ++i) {
+      if (fds[i].revents != 0) on_report_readable(i - first, shape);
+    }
+    const auto now = Steady::now();
+    for (auto& r : reports_) {
+      if (now >= r.by) r.fd.reset();
+    }
+    reports_.erase(
+        std::remove_if(reports_.begin(), reports_.end(), [](const Report& r) { return !r.fd; }),
+        reports_.end());
+    if (listener_ && n > 0 && fds[1].revents != 0) on_report_accept();
     if (!srun_status_) srun_status_ = srun_->reap();
-    if (!srun_status_ && !stopping_) watch_nodes(shape, Steady::now());
   }
   srun_.reset();
+  reports_.clear();
   return exit_code_of(*srun_status_);
 }
 
-void Launcher::watch_nodes(const StepShape& shape, Steady::time_point now) {
-  if (now < next_node_check_ || srun_killed_) return;
-  next_node_check_ = now + kNodeCheck;
-  for (const auto& n : shape.nodes) {
-    Slurmd& d = slurmd_[n];
-    try {
-      if (d.address.empty()) {
-        const slurm::NodeInfo info = slurm::load_node(n);
-        d.address = net::resolve(info.address);
-        d.port = info.port;
-      }
-      net::connect_tcp(d.address, d.port, kNodeCheck);
-      d.silent = 0;
-    } catch (const std::exception& e) {
-      log(LogLevel::verbose, "node {}: {}", n, e.what());
-      if (++d.silent >= kSilentChecks) {
-        end_step_without(n);
-        return;
-      }
-    }
+void Launcher::on_report_accept() {
+  std::optional<net::Accepted> a;
+  try {
+    a = net::accept_connection(listener_->fd.get());
+  } catch (const SystemError& e) {
+    log(LogLevel::verbose, "{}", e.what());
+    return;
   }
+  if (!a) return;
+  // Only a step's ranks know the key; a few connections at once are plenty.
+  if (reports_.size() >= 16) reports_.erase(reports_.begin());
+  reports_.push_back(Report{std::move(a->fd), {}, Steady::now() + kReportTimeout});
+}
+
+void Launcher::on_report_readable(std::size_t i, const StepShape& shape) {
+  if (i >= reports_.size()) return;
+  Report& r = reports_[i];
+  char buf[512];
+  const ssize_t got = read(r.fd.get(), buf, sizeof buf);
+  if (got <= 0) {
+    if (got < 0 && (errno == EAGAIN || errno == EINTR)) return;
+    r.fd.reset();
+    return;
+  }
+  std::optional<std::string> line;
+  try {
+    r.in.append(std::string_view(buf, static_cast<std::size_t>(got)));
+    line = r.in.next_line();
+  } catch (const SystemError&) {
+    r.fd.reset();
+    return;
+  }
+  if (!line) return;
+  r.fd.reset();
+  const auto node = parse_lost_node(*line, key_);
+  if (!node) {
+    log(LogLevel::warning, "closed a connection to the launcher's port: not a report of the step");
+    return;
+  }
+  if (srun_killed_ ||
+      std::find(shape.nodes.begin(), shape.nodes.end(), *node) == shape.nodes.end()) {
+    return;
+  }
+  bool alive = true;
+  try {
+    alive = node_answers(*node);
+  } catch (const std::exception& e) {
+    log(LogLevel::warning, "{} (taking node {} for alive)", e.what(), *node);
+  }
+  if (alive) {
+    log(LogLevel::info, "the step lost its ranks on node {}, whose slurmd still answers", *node);
+    return;
+  }
+  end_step_without(*node);
 }
 
 void Launcher::end_step_without(const std::string& node) {
@@ -270,6 +324,15 @@ RecoveryOutcome Launcher::recover(int code, const StepShape& shape) {
 
 int Launcher::run() {
   const slurm::JobInfo info = slurm::load_job(*s_.job.job);
+  try {
+    address_ = net::host_address();
+    listener_ = net::listen_on_any_port(address_);
+    key_ = new_step_secret();
+  } catch (const SystemError& e) {
+    listener_.reset();
+    log(LogLevel::warning, "{} (a node that fails is noticed only when Slurm marks it DOWN)",
+        e.what());
+  }
   StepShape shape;
   shape.nodes = slurm::expand_nodes(info.nodes);
   // An elastic job has no task count (its node count varies): one rank per GPU, its

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cctype>
 
+#include "launcher/control.h"
+
 namespace dl {
 
 StepEnd classify_step_exit(int code) {
@@ -51,6 +53,28 @@ RecoveryPlan plan_recovery(const StepShape& shape, const std::vector<std::string
                            gone, plan.shape.nodes.size(), ranks);
   }
   return plan;
+}
+
+std::string format_lost_node(std::string_view key, std::string_view node) {
+  return fmt::format("LOST {} {}\n", key, node);
+}
+
+std::optional<std::string> parse_lost_node(std::string_view line, std::string_view key) {
+  constexpr std::string_view kWord = "LOST ";
+  if (line.substr(0, kWord.size()) != kWord) return std::nullopt;
+  line.remove_prefix(kWord.size());
+  const auto space = line.find(' ');
+  if (space == std::string_view::npos || !same_secret(line.substr(0, space), key)) {
+    return std::nullopt;
+  }
+  const std::string_view node = line.substr(space + 1);
+  if (node.empty() || node.size() > 255) return std::nullopt;
+  for (const char c : node) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_' && c != '.') {
+      return std::nullopt;
+    }
+  }
+  return std::string(node);
 }
 
 std::vector<std::string> step_shape_options(const StepShape& shape) {

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace dl {
@@ -53,6 +54,14 @@ struct RecoveryPlan {
 // launcher runs there).
 RecoveryPlan plan_recovery(const StepShape& shape, const std::vector<std::string>& dead,
                            std::optional<RankRange> elastic);
+
+// The one message a step's dlrun sends the launcher: "rank(s) on `node` lost", over a
+// TCP connection to the launcher's port (DL_LAUNCHER_ADDR, DL_LAUNCHER_PORT), with the
+// launcher's key (DL_LAUNCHER_KEY). The launcher checks that the node's slurmd does not
+// answer before it acts, so a wrong report costs one check.
+std::string format_lost_node(std::string_view key, std::string_view node);
+// The node of a valid report with `key`; nullopt for anything else.
+std::optional<std::string> parse_lost_node(std::string_view line, std::string_view key);
 
 // srun's options for a step on `shape` after nodes were taken out of the job:
 // "-N<n>", "-n<n x tasks>", "--ntasks-per-node=<tasks>", "--nodelist=<a,b>".

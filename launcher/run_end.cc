@@ -43,6 +43,18 @@ std::string requeue_blocker(const JobSettings& job) {
 
 }  // namespace
 
+void report_lost_node(const JobSettings& job, const std::string& node) {
+  if (job.launcher_addr.empty() || node.empty()) return;
+  try {
+    const UniqueFd fd =
+        net::connect_tcp(job.launcher_addr, job.launcher_port, std::chrono::seconds(2));
+    net::send_all(fd.get(), format_lost_node(job.launcher_key, node));
+    log(LogLevel::verbose, "told the launcher that node {} is lost", node);
+  } catch (const std::exception& e) {
+    log(LogLevel::warning, "couldn't tell the launcher that node {} is lost: {}", node, e.what());
+  }
+}
+
 bool node_answers(const std::string& node) {
   const slurm::NodeInfo info = slurm::load_node(node);
   if (info.not_responding) return false;

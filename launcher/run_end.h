@@ -44,6 +44,11 @@ RunOutcome conclude_run(const JobSettings& job, std::uint32_t max_stalled_restar
                         const ShowStatus& show, const std::string& lost_node = {},
                         bool in_allocation = false);
 
+// Under the job-level launcher: tells it that the step lost its ranks on `node`
+// (JobSettings::launcher_*), so that it can end the step without waiting for srun.
+// Failures are logged: the launcher then learns of the node when Slurm does.
+void report_lost_node(const JobSettings& job, const std::string& node);
+
 // Whether a node's slurmd answers: slurmctld does not know it as down or not
 // responding, and a TCP connection to it succeeds within seconds.
 bool node_answers(const std::string& node);

@@ -41,6 +41,10 @@ struct JobSettings {
   // The launcher resized the job and Slurm accepts no update of it any more (no
   // slurmdbd: see slurm::resized_jobs_frozen): the status line is only logged.
   bool comment_frozen = false;
+  // Where the launcher hears of a lost node (DL_LAUNCHER_ADDR, _PORT, _KEY).
+  std::string launcher_addr;
+  std::uint16_t launcher_port = 0;
+  std::string launcher_key;
 };
 
 // Exit codes of dlrun besides the program's own.

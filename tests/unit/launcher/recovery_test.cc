@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "launcher/jobs_view.h"
 #include "launcher/status.h"
 
 namespace dl {
@@ -75,6 +76,21 @@ TEST(TasksPerNode, FirstNodeOfSlurmsCompressedForm) {
   EXPECT_EQ(first_node_tasks("99999999999"), std::nullopt);
 }
 
+TEST(LostNodeReport, OnlyTheKeyAndANodeNameCount) {
+  const std::string key(64, 'a');
+  EXPECT_EQ(format_lost_node(key, "n2"), "LOST " + key + " n2\n");
+  EXPECT_EQ(parse_lost_node("LOST " + key + " n2", key), "n2");
+  EXPECT_EQ(parse_lost_node("LOST " + key + " node-7.rack_1", key), "node-7.rack_1");
+  EXPECT_EQ(parse_lost_node("LOST " + std::string(64, 'b') + " n2", key), std::nullopt)
+      << "another key";
+  EXPECT_EQ(parse_lost_node("LOST " + key + " ", key), std::nullopt);
+  EXPECT_EQ(parse_lost_node("LOST " + key + " n2 n3", key), std::nullopt);
+  EXPECT_EQ(parse_lost_node("LOST " + key + " ../n2", key), std::nullopt);
+  EXPECT_EQ(parse_lost_node("HELLO " + key + " n2", key), std::nullopt);
+  EXPECT_EQ(parse_lost_node("LOST " + key, key), std::nullopt);
+  EXPECT_EQ(parse_lost_node("", key), std::nullopt);
+}
+
 TEST(RecoveryStatus, ARestartIsAPhaseOfItsOwn) {
   Status s;
   s.phase = JobPhase::restarting;
@@ -82,6 +98,10 @@ TEST(RecoveryStatus, ARestartIsAPhaseOfItsOwn) {
   EXPECT_EQ(format_status(s),
             "RESTARTING: step failed (exit code 76); restart 1 of 3 after a failure");
   EXPECT_STREQ(tracking_event(JobPhase::restarting), "restarting");
+  // dl-jobs reads it back from the job comment.
+  const auto back = parse_status("dl | " + format_status(s));
+  ASSERT_TRUE(back);
+  EXPECT_EQ(back->phase, JobPhase::restarting);
 }
 
 }  // namespace
