@@ -126,6 +126,10 @@ int main(int argc, char** argv) {
         last_loss = it->second;
       }
       if (rank == 0) {
+        // DL_RESTART_COUNT: how often the job started again (requeues and restarts
+        // inside the allocation), as torchrun's TORCHELASTIC_RESTART_COUNT.
+        const char* restarts = std::getenv("DL_RESTART_COUNT");
+        std::printf("restart count %s\n", restarts ? restarts : "0");
         std::printf("resumed from %s (step %lld, written by %u ranks)\n", from->c_str(),
                     static_cast<long long>(reader.metadata().step), reader.world_size());
       }

@@ -80,9 +80,11 @@ Scan scan_journal(std::string_view bytes) {
 
 std::optional<std::string> state_after(const std::string& kind) {
   static const std::map<std::string, std::string> states = {
-      {"run_started", "running"}, {"stop_requested", "running"}, {"requeued", "pending"},
-      {"held", "paused"},         {"completed", "completed"},    {"failed", "failed"},
-      {"stopped", "stopped"},     {"submitted", "pending"},      {"paused", "paused"},
+      {"run_started", "running"}, {"stop_requested", "running"},
+      {"restarting", "running"},  {"requeued", "pending"},
+      {"held", "paused"},         {"completed", "completed"},
+      {"failed", "failed"},       {"stopped", "stopped"},
+      {"submitted", "pending"},   {"paused", "paused"},
   };
   const auto it = states.find(kind);
   if (it == states.end()) return std::nullopt;

@@ -9,6 +9,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "exp/trial.h"
+#include "launcher/recovery.h"
 #include "launcher/run_end.h"
 
 namespace dl {
@@ -199,7 +200,16 @@ void Coordinator::end_run(RunEnd end, int code, const std::string& why, Steady::
   // with the rank that is gone, and the decision below takes a few RPCs.
   if (end == RunEnd::failed) {
     log(LogLevel::error, "{}: stopping all ranks", why);
-    broadcast_(end_message(code, why));
+    // Under the job-level launcher every rank ends with one code that says "failed",
+    // whatever the program's (a program's 75 or 143 must not read as a stop), and the
+    // launcher decides: restart guard, nodes, a new step or a requeue.
+    broadcast_(end_message(job_.under_launcher ? kExitRestartStep : code, why));
+    if (job_.under_launcher) {
+      report_lost_node(job_, lost_node_);
+      set_phase(JobPhase::failed, why, now);
+      exp::record_event(tracking_event(JobPhase::failed), why);
+      return;
+    }
   }
   const RunOutcome out = conclude_run(
       job_, options_.max_stalled_restarts, end, code, why, ckpt_at_start_,
@@ -298,7 +308,7 @@ void Coordinator::update_status(Steady::time_point now, bool urgent) {
   const std::string text = format_status(s);
   if (!limiter_.allow(now, text, urgent)) return;
   log(LogLevel::info, "{}", text);
-  if (!job_.job || !job_info_) return;
+  if (!job_.job || !job_info_ || job_.comment_frozen) return;
   try {
     if (!slurm::set_comment(*job_.job, merge_comment(comment_prefix_, text))) {
       log(LogLevel::verbose, "the job has ended: its comment stays as it is");

@@ -1,12 +1,15 @@
-// dlrun: the launcher for one task of a deep-learning job,
+// dlrun: the launcher of a deep-learning job. In a batch script or salloc it is the
+// job-level launcher that starts (and restarts) srun steps of itself; in a step
 //   srun --mpi=pmix dlrun [options] [--] program [args...]
-// See man/dlrun.1. Exit codes: the program's own; 75 when the run stopped after a
-// checkpoint and the job was requeued; 2 for a usage error; 1 when dlrun itself failed.
+// it runs one task. See man/dlrun.1. Exit codes: the program's own; 75 when the run
+// stopped after a checkpoint and the job was requeued; 76 when a rank failed in a step
+// of the job-level launcher; 2 for a usage error; 1 when dlrun itself failed.
 #include <signal.h>
 #include <sys/signalfd.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <mutex>
@@ -21,6 +24,7 @@
 #include "core/spec.h"
 #include "exp/trial.h"
 #include "launcher/bootstrap.h"
+#include "launcher/job_launcher.h"
 #include "launcher/local_launch.h"
 #include "launcher/local_ranks.h"
 #include "launcher/program.h"
@@ -125,18 +129,27 @@ std::string shell_quote(const std::string& word) {
   return out + "'";
 }
 
-// Outside srun, or under srun without PMIx: say what would have worked.
-void require_pmix(int argc, char** argv) {
-  if (std::getenv("PMIX_NAMESPACE") && std::getenv("PMIX_RANK")) return;
+// How this dlrun was started.
+enum class Role {
+  rank,      // one task of an srun --mpi=pmix step (or local ranks, see decide_launch)
+  launcher,  // in a job (batch script, salloc) outside any step: starts the steps
+};
+
+// Under srun with PMIx: a rank; in a job outside any step: the job-level launcher.
+// Elsewhere (no job, or a step without PMIx): say what would have worked.
+Role role_or_exit(int argc, char** argv) {
+  if (std::getenv("PMIX_NAMESPACE") && std::getenv("PMIX_RANK")) return Role::rank;
+  const bool under_srun = std::getenv("SLURM_STEP_ID") != nullptr;
+  if (!under_srun && std::getenv("SLURM_JOB_ID")) return Role::launcher;
   std::string args;
   for (int i = 1; i < argc; ++i) args += " " + shell_quote(argv[i]);
-  const bool under_srun = std::getenv("SLURM_STEP_ID") != nullptr;
   std::fprintf(stderr,
                "dlrun: %s\n"
-               "dlrun: start one dlrun per task with srun and PMIx, e.g.\n"
+               "dlrun: run it in a job's batch script or in salloc (it starts the ranks with\n"
+               "dlrun: srun), or start one dlrun per task with srun and PMIx, e.g.\n"
                "  srun --mpi=pmix dlrun%s\n",
                under_srun ? "this task has no PMIx server (srun ran without --mpi=pmix)"
-                          : "not started by srun with PMIx",
+                          : "not in a Slurm job",
                args.c_str());
   std::exit(kExitUsage);
 }
@@ -232,8 +245,10 @@ int run(int argc, char** argv) {
   options.prefix_output = !no_prefix;
   options.resume_check = parse_check_level("--resume-verify", resume_verify);
 
+  // At the shell of a one-task step (srun --pty): local ranks; otherwise a rank of a
+  // PMIx step, or the job-level launcher outside any step.
   const LaunchDecision launch = decide_launch(step_view());
-  if (launch.mode == LaunchMode::per_task) require_pmix(argc, argv);
+  const Role role = launch.mode == LaunchMode::local ? Role::rank : role_or_exit(argc, argv);
 
   JobSettings job;
   job.node = getenv_or("SLURMD_NODENAME", "");
@@ -269,6 +284,37 @@ int run(int argc, char** argv) {
   job.restart_count = static_cast<std::uint32_t>(
       parse_uint("SLURM_RESTART_COUNT", getenv_or("SLURM_RESTART_COUNT", "0"), 0, UINT32_MAX));
   job.job = slurm::job_from_env();
+  if (role == Role::launcher) {
+    set_log_prefix_text(fmt::format("[job@{}] dlrun: ", job.node));
+    LauncherSettings ls;
+    ls.dlrun = "/proc/self/exe";
+    char self[4096] = {};
+    const ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (n > 0) ls.dlrun.assign(self, static_cast<std::size_t>(n));
+    ls.dlrun_args.assign(argv + 1, argv + argc);
+    ls.env = inherited.env;
+    ls.job = job;
+    ls.max_stalled_restarts = options.max_stalled_restarts;
+    if (spec && spec->elastic) ls.elastic = RankRange{spec->elastic->min, spec->elastic->max};
+    return run_job_launcher(std::move(ls), std::move(signals));
+  }
+  // Started by the job-level launcher: its restart count, which includes the restarts
+  // inside the allocation.
+  if (getenv_or("DL_JOB_LAUNCHER", "") == "1") {
+    job.under_launcher = true;
+    job.comment_frozen = getenv_or("DL_JOB_COMMENT_FROZEN", "") == "1";
+    job.launcher_addr = getenv_or("DL_LAUNCHER_ADDR", "");
+    job.launcher_port = static_cast<std::uint16_t>(
+        parse_uint("DL_LAUNCHER_PORT", getenv_or("DL_LAUNCHER_PORT", "0"), 0, 65535));
+    job.launcher_key = getenv_or("DL_LAUNCHER_KEY", "");
+    // The program has no use for them.
+    inherited.env.erase(
+        std::remove_if(inherited.env.begin(), inherited.env.end(),
+                       [](const std::string& v) { return v.rfind("DL_LAUNCHER_", 0) == 0; }),
+        inherited.env.end());
+    job.restart_count = static_cast<std::uint32_t>(
+        parse_uint("DL_RESTART_COUNT", getenv_or("DL_RESTART_COUNT", "0"), 0, UINT32_MAX));
+  }
 
   ResumeRequest resume;
   resume.ckpt_dir = job.ckpt_dir;

@@ -31,9 +31,13 @@ std::optional<std::chrono::seconds> parse_age(std::string_view s) {
 
 std::optional<JobPhase> phase_from(std::string_view word) {
   static const std::pair<std::string_view, JobPhase> kPhases[] = {
-      {"RUNNING", JobPhase::running},     {"CHECKPOINTING", JobPhase::checkpointing},
-      {"REQUEUED", JobPhase::requeued},   {"HELD", JobPhase::held},
-      {"COMPLETED", JobPhase::completed}, {"FAILED", JobPhase::failed},
+      {"RUNNING", JobPhase::running},
+      {"CHECKPOINTING", JobPhase::checkpointing},
+      {"RESTARTING", JobPhase::restarting},
+      {"REQUEUED", JobPhase::requeued},
+      {"HELD", JobPhase::held},
+      {"COMPLETED", JobPhase::completed},
+      {"FAILED", JobPhase::failed},
       {"STOPPED", JobPhase::stopped}};
   for (const auto& [name, phase] : kPhases) {
     if (word == name) return phase;

@@ -7,6 +7,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "launcher/net.h"
+#include "launcher/recovery.h"
 #include "launcher/restart_state.h"
 #include "launcher/resume.h"
 #include "launcher/slurm_job.h"
@@ -40,8 +41,20 @@ std::string requeue_blocker(const JobSettings& job) {
   return "";
 }
 
-// Whether a node's slurmd answers: slurmctld does not know it as down or not
-// responding, and a TCP connection to it succeeds within seconds.
+}  // namespace
+
+void report_lost_node(const JobSettings& job, const std::string& node) {
+  if (job.launcher_addr.empty() || node.empty()) return;
+  try {
+    const UniqueFd fd =
+        net::connect_tcp(job.launcher_addr, job.launcher_port, std::chrono::seconds(2));
+    net::send_all(fd.get(), format_lost_node(job.launcher_key, node));
+    log(LogLevel::verbose, "told the launcher that node {} is lost", node);
+  } catch (const std::exception& e) {
+    log(LogLevel::warning, "couldn't tell the launcher that node {} is lost: {}", node, e.what());
+  }
+}
+
 bool node_answers(const std::string& node) {
   const slurm::NodeInfo info = slurm::load_node(node);
   if (info.not_responding) return false;
@@ -54,11 +67,9 @@ bool node_answers(const std::string& node) {
   }
 }
 
-}  // namespace
-
 RunOutcome conclude_run(const JobSettings& job, std::uint32_t max_stalled_restarts, RunEnd end,
                         int code, const std::string& why, std::optional<std::int64_t> ckpt_at_start,
-                        const ShowStatus& show, const std::string& lost_node) {
+                        const ShowStatus& show, const std::string& lost_node, bool in_allocation) {
   RunOutcome out;
   out.exit_code = code;
   const std::string history_file =
@@ -88,6 +99,18 @@ RunOutcome conclude_run(const JobSettings& job, std::uint32_t max_stalled_restar
       out.phase = JobPhase::completed;
       break;
     case RestartAction::requeue:
+      if (in_allocation && end == RunEnd::failed) {
+        if (!history_file.empty()) {
+          warn_on_error([&] { write_history(history_file, d.history); },
+                        "the restart guard will not see this run");
+        }
+        out.phase = JobPhase::restarting;
+        out.detail = fmt::format("{}; {}", why, d.reason);
+        out.restart_here = true;
+        out.exit_code = kExitRestartStep;
+        break;
+      }
+      [[fallthrough]];
     case RestartAction::hold: {
       const bool hold = d.action == RestartAction::hold;
       const std::string blocker = requeue_blocker(job);

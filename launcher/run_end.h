@@ -19,6 +19,7 @@ struct RunOutcome {
   JobPhase phase = JobPhase::completed;
   std::string detail;                       // for the status line
   std::optional<std::int64_t> newest_ckpt;  // the newest checkpoint now
+  bool restart_here = false;                // restart inside the allocation (see `in_allocation`)
 };
 
 // Shows a phase in the job's status line before the job goes back to the queue.
@@ -35,8 +36,21 @@ using ShowStatus = std::function<void(JobPhase, const std::string& detail)>;
 // update JobId= NodeList=` does), then the job is requeued, and the node is added to
 // its ExcNodeList so that the next run does not land on it before Slurm marks it DOWN.
 // When the failed node ran the batch script, Slurm requeues the job itself.
+// `in_allocation` (dlrun's job-level launcher, after a failed step it can start again):
+// where the guard would requeue a failure, the history is kept the same way but the job
+// is not requeued; the outcome says restart_here and the phase is RESTARTING.
 RunOutcome conclude_run(const JobSettings& job, std::uint32_t max_stalled_restarts, RunEnd end,
                         int code, const std::string& why, std::optional<std::int64_t> ckpt_at_start,
-                        const ShowStatus& show, const std::string& lost_node = {});
+                        const ShowStatus& show, const std::string& lost_node = {},
+                        bool in_allocation = false);
+
+// Under the job-level launcher: tells it that the step lost its ranks on `node`
+// (JobSettings::launcher_*), so that it can end the step without waiting for srun.
+// Failures are logged: the launcher then learns of the node when Slurm does.
+void report_lost_node(const JobSettings& job, const std::string& node);
+
+// Whether a node's slurmd answers: slurmctld does not know it as down or not
+// responding, and a TCP connection to it succeeds within seconds.
+bool node_answers(const std::string& node);
 
 }  // namespace dl

@@ -56,7 +56,9 @@ int update_job_rc(const JobRef& job, Set&& set) {
   desc.job_id_str = id.data();
   set(desc);
   // Right after a requeue slurmctld answers "the DB index is being set, try again in a
-  // bit" for a moment (as scontrol does, try again for up to 5 s).
+  // bit" for a moment (as scontrol does, try again for up to 5 s). slurmctld itself
+  // waits 5 s before it answers so, and without slurmdbd (AccountingStorageType=none)
+  // a job that was resized keeps that answer for good: one more try only.
   for (int attempt = 0;; ++attempt) {
     job_array_resp_msg_t* resp = nullptr;
     const int rc = slurm_update_job2(&desc, &resp);
@@ -69,7 +71,7 @@ int update_job_rc(const JobRef& job, Set&& set) {
       slurm_free_job_array_resp(resp);
     }
     if (rc != SLURM_SUCCESS && task_rc == SLURM_SUCCESS) task_rc = slurm_get_errno();
-    if (task_rc != ESLURM_JOB_SETTING_DB_INX || attempt == 25) return task_rc;
+    if (task_rc != ESLURM_JOB_SETTING_DB_INX || attempt == 1) return task_rc;
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
   }
 }
@@ -219,6 +221,35 @@ void exclude_failed_node(const JobRef& job, const std::string& node) {
   });
   log(LogLevel::info, "job {} excludes node {} and starts again once Slurm has marked it DOWN",
       job.to_string(), node);
+}
+
+std::vector<std::string> expand_nodes(const std::string& nodes) {
+  init();
+  const std::unique_ptr<hostlist, HostlistDeleter> all(slurm_hostlist_create(nodes.c_str()));
+  if (!all) throw SystemError(fmt::format("couldn't parse the node list '{}'", nodes));
+  std::vector<std::string> out;
+  while (char* host = slurm_hostlist_shift(all.get())) {
+    out.emplace_back(host);
+    std::free(host);
+  }
+  return out;
+}
+
+bool resized_jobs_frozen() {
+  init();
+  slurm_conf_t* conf_raw = nullptr;
+  if (slurm_load_ctl_conf(0, &conf_raw) != SLURM_SUCCESS) fail("load slurmctld's configuration");
+  const std::unique_ptr<slurm_conf_t, CtlConfDeleter> conf(conf_raw);
+  const std::string type = conf->accounting_storage_type ? conf->accounting_storage_type : "";
+  return type.empty() || type == "accounting_storage/none";
+}
+
+void signal_steps(const JobRef& job, int sig) {
+  init();
+  if (slurm_kill_job(job.job_id, static_cast<std::uint16_t>(sig), KILL_STEPS_ONLY) !=
+      SLURM_SUCCESS) {
+    fail(fmt::format("signal the steps of job {}", job.to_string()));
+  }
 }
 
 void requeue(const JobRef& job, bool hold) {

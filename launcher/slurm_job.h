@@ -62,6 +62,15 @@ void remove_node(const JobRef& job, const std::string& nodes, const std::string&
 // that starts while slurmctld handles the node's failure can hang in its first step.
 void exclude_failed_node(const JobRef& job, const std::string& node);
 
+// The host names of a node list ("n[1-3],n5" -> n1 n2 n3 n5), in its order.
+std::vector<std::string> expand_nodes(const std::string& nodes);
+// Whether slurmctld keeps no accounting (AccountingStorageType=accounting_storage/none):
+// then Slurm 22.05 refuses every update of a job that was resized ("the DB index is
+// being set"), each after a 5 s wait, for the rest of the job.
+bool resized_jobs_frozen();
+// Sends `sig` to every step of the job but not to its batch script (scancel --signal
+// without --batch, from the batch script itself).
+void signal_steps(const JobRef& job, int sig);
 // False when the job has already ended (a cancelled job's comment cannot change).
 bool set_comment(const JobRef& job, const std::string& comment);
 

@@ -9,6 +9,7 @@ const char* phase_name(JobPhase p) {
   switch (p) {
     case JobPhase::running: return "RUNNING";
     case JobPhase::checkpointing: return "CHECKPOINTING";
+    case JobPhase::restarting: return "RESTARTING";
     case JobPhase::requeued: return "REQUEUED";
     case JobPhase::held: return "HELD";
     case JobPhase::completed: return "COMPLETED";
@@ -26,6 +27,7 @@ const char* tracking_event(JobPhase phase) {
   switch (phase) {
     case JobPhase::running: return "run_started";
     case JobPhase::checkpointing: return "stop_requested";
+    case JobPhase::restarting: return "restarting";
     case JobPhase::requeued: return "requeued";
     case JobPhase::held: return "held";
     case JobPhase::completed: return "completed";

@@ -12,10 +12,19 @@
 
 namespace dl {
 
-enum class JobPhase { running, checkpointing, requeued, held, completed, failed, stopped };
+enum class JobPhase {
+  running,
+  checkpointing,
+  restarting,  // a failed step is started again inside the allocation
+  requeued,
+  held,
+  completed,
+  failed,
+  stopped
+};
 
 // The experiment-tracking event (exp/trial.h) for a run ending in `phase`:
-// "completed", "requeued", "held", "failed", "stopped"; "stop_requested" for
+// "completed", "restarting", "requeued", "held", "failed", "stopped"; "stop_requested" for
 // checkpointing, "run_started" for running.
 const char* tracking_event(JobPhase phase);
 

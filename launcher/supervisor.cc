@@ -27,6 +27,7 @@
 #include "launcher/pmix_session.h"
 #include "launcher/program.h"
 #include "launcher/rank_log.h"
+#include "launcher/recovery.h"
 #include "launcher/run_end.h"
 #include "launcher/status.h"
 
@@ -565,7 +566,12 @@ void Supervisor::on_rank0_readable() {
 
 void Supervisor::lost_rank0(const std::string& why) {
   log(LogLevel::error, "lost rank 0 ({}): stopping", why);
-  end_program(kExitLost, "lost rank 0");
+  // Under the job-level launcher, the launcher decides what comes next.
+  end_program(job_.under_launcher ? kExitRestartStep : kExitLost, "lost rank 0");
+  if (job_.under_launcher) {
+    if (rank_ == 1) report_lost_node(job_, boot_.rendezvous.node);
+    return;
+  }
   // Rank 0's dlrun is gone, with its program (PR_SET_PDEATHSIG), and nobody else would
   // requeue the job: rank 1 stands in, with the same decision rank 0 would have made.
   if (rank_ != 1) return;

@@ -38,6 +38,16 @@ struct JobSettings {
   std::chrono::seconds watchdog{0};  // --dl-watchdog; 0: off
   std::string node;                  // SLURMD_NODENAME
   std::optional<slurm::JobRef> job;
+  // Started by dlrun's job-level launcher (DL_JOB_LAUNCHER=1): a failure ends the step
+  // with kExitRestartStep and the launcher restarts it inside the allocation.
+  bool under_launcher = false;
+  // The launcher resized the job and Slurm accepts no update of it any more (no
+  // slurmdbd: see slurm::resized_jobs_frozen): the status line is only logged.
+  bool comment_frozen = false;
+  // Where the launcher hears of a lost node (DL_LAUNCHER_ADDR, _PORT, _KEY).
+  std::string launcher_addr;
+  std::uint16_t launcher_port = 0;
+  std::string launcher_key;
 };
 
 // Exit codes of dlrun besides the program's own.

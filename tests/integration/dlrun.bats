@@ -320,10 +320,10 @@ open(path, "wb").write(data)
   [[ $output =~ "dlrun: this task has no PMIx server (srun ran without --mpi=pmix)" ]]
 }
 
-@test "outside srun, or without PMIx, dlrun fails at once with the command line that works" {
+@test "outside any job, or in a step without PMIx, dlrun fails at once with the command line that works" {
   run "$DLRUN" -v ./train.py --lr 0.1
   [ "$status" -eq 2 ]
-  [[ $output =~ "dlrun: not started by srun with PMIx" ]]
+  [[ $output =~ "dlrun: not in a Slurm job" ]]
   [[ $output =~ "srun --mpi=pmix dlrun -v ./train.py --lr 0.1" ]]
   run run_srun -N1 "$DLRUN" true
   [ "$status" -ne 0 ]

@@ -75,6 +75,7 @@ TEST(Journal, RootAndTrialFromEnvironment) {
 TEST(Journal, StatesAfterEvents) {
   EXPECT_EQ(state_after("run_started"), "running");
   EXPECT_EQ(state_after("requeued"), "pending");
+  EXPECT_EQ(state_after("restarting"), "running") << "a restart inside the allocation";
   EXPECT_EQ(state_after("held"), "paused");
   EXPECT_EQ(state_after("completed"), "completed");
   EXPECT_EQ(state_after("failed"), "failed");

@@ -1,0 +1,177 @@
+#!/usr/bin/env bats
+# Recovery without the queue (issue 13): dlrun run in the batch script (or in salloc) is
+# the job-level launcher; a failed step starts again inside the allocation, from the
+# newest checkpoint, without a requeue. Every interrupted run is compared with an
+# uninterrupted reference run as in e2e.bats: parameters equal bit for bit, every resume
+# right after the newest checkpoint.
+
+load helpers
+
+setup_file() {
+  export DLRUN=$DL_BUILD_DIR/launcher/dlrun
+  export DP=$DL_BUILD_DIR/examples/dp_trainer
+  export EXAMPLES=$DL_ROOT/examples
+  export REF_DIR=$BATS_FILE_TMPDIR/reference
+  mkdir -p "$REF_DIR"
+}
+
+setup() { cd "$BATS_TEST_TMPDIR"; }
+
+teardown() {
+  cancel_all
+  local n pid run
+  run=$(dirname "$SLURM_CONF")/run
+  for n in $(sinfo -h -N -o '%N' | sort -u); do
+    pid=$(cat "$run/slurmd-$n.pid" 2>/dev/null) || pid=""
+    if [ -z "$pid" ] || ! kill -0 "$pid" 2>/dev/null; then
+      "$DL_ROOT/scripts/minicluster" start-node "$n" >/dev/null
+    fi
+  done
+  for n in $(sinfo -h -N -o '%N %T' | awk '$2 ~ /drain|down/ {print $1}' | sort -u); do
+    scontrol update NodeName="$n" State=RESUME 2>/dev/null || true
+  done
+  wait_until 90 '[ -z "$(sinfo -h -N -o "%T" | grep -vx idle)" ]'
+}
+
+unique_name() { echo "rec-$1-$$-$RANDOM"; }
+
+# As in e2e.bats: dp_trainer's result does not depend on the number of ranks.
+reference() {
+  local out=$REF_DIR/steps-$1.bin
+  if [ ! -f "$out" ]; then
+    run_srun -N2 --ntasks-per-node=2 --mpi=pmix "$DLRUN" "$DP" --steps "$1" --step-ms 0 \
+      --out "$out" >"$REF_DIR/steps-$1.txt" 2>&1
+  fi
+  [ -s "$out" ] || {
+    cat "$REF_DIR/steps-$1.txt" >&2
+    return 1
+  }
+  echo "$out"
+}
+
+last_step() { grep -o '\] step [0-9]* loss' out.txt | tail -n 1 | awk '{print $3}'; }
+written() { grep -c "checkpoint step .* written" out.txt || true; }
+
+# The run in out.txt against the reference $1, with $2 resumes at least (see e2e.bats).
+check_against_reference() {
+  local ref=$1 resumes=$2
+  cmp out.bin "$ref"
+  awk -v resumes="$resumes" '
+    / checkpoint step [0-9]+ written in / {
+      for (i = 1; i < NF; i++) if ($i == "step") { last = $(i + 1); written[last] = 1 }
+    }
+    / resumed from .*\(step [0-9]+/ {
+      match($0, /\(step [0-9]+/)
+      from = substr($0, RSTART + 6, RLENGTH - 6)
+      if (!(from in written)) { print "resumed from step " from ", never written"; bad = 1 }
+      if (from != last) { print "resumed from step " from " but the newest checkpoint was " last; bad = 1 }
+      expect = from + 1; n++
+    }
+    /\] step [0-9]+ loss / {
+      for (i = 1; i < NF; i++) if ($i == "step") k = $(i + 1)
+      if (expect != "" && k != expect) { print "first step after resuming from " expect - 1 " is " k; bad = 1 }
+      expect = ""
+    }
+    END {
+      if (n < resumes) { print n " resumes, expected " resumes; bad = 1 }
+      exit bad
+    }' out.txt
+  grep -q '\] final step ' out.txt
+}
+
+# Job states seen while $1 runs, one a line, into states.txt (in the background).
+watch_states() {
+  (while :; do job_state "$1"; sleep 0.3; done >states.txt 2>/dev/null) &
+  echo $! >watch.pid
+}
+stop_watch() { kill "$(cat watch.pid)" 2>/dev/null || true; }
+
+@test "recovery 1: kill -9 of one rank three times: three restarts inside the allocation, never requeued, equal to the reference" {
+  ref=$(reference 700)
+  job=$(submit -J "$(unique_name kill3)" -N2 --ntasks-per-node=2 --dl-gpus=4 \
+    --dl-ckpt-every=2s --dl-max-restarts=3 -o out.txt \
+    --wrap "$DLRUN $DP --steps 700 --step-ms 40 --out $PWD/out.bin")
+  wait_state "$job" RUNNING 60
+  watch_states "$job"
+  for i in 1 2 3; do
+    # A checkpoint newer than the last resume, so that the restart guard sees progress.
+    n=$(written)
+    wait_until 60 "[ \$(written) -ge $((n + 1)) ]"
+    pids=$(job_pids "$job" dp_trainer)
+    [ -n "$pids" ]
+    kill -KILL "$(echo "$pids" | tail -n 1)"
+    wait_until 60 "[ \$(grep -c 'restart $i inside the allocation' out.txt) -ge 1 ]"
+  done
+  wait_state "$job" COMPLETED 120
+  stop_watch
+  # The job never left RUNNING (no requeue: Slurm's restart count stays 0).
+  ! grep -qv -e RUNNING -e COMPLET -e '^$' states.txt
+  [ "$(job_field "$job" Restarts)" = 0 ]
+  [ "$(grep -c 'killed by signal 9 (Killed): stopping all ranks' out.txt)" = 3 ]
+  # The program saw each restart.
+  for i in 1 2 3; do grep -q "^\[rank 0@n[0-9]*\] restart count $i" out.txt; done
+  grep -q 'RESTARTING: step failed (exit code 76); restart 3 of 3 after a failure' out.txt
+  check_against_reference "$ref" 3
+  [[ $(job_comment "$job") =~ \|\ COMPLETED\ step\ 699 ]]
+}
+
+@test "recovery 2: a node killed: the elastic job goes on on the node left inside its allocation, equal to the reference" {
+  ref=$(reference 500)
+  # --dl-elastic=2:4 on nodes of 2 GPUs: one or two whole nodes, one rank per GPU.
+  job=$(submit -J "$(unique_name node)" --dl-elastic=2:4 --dl-ckpt-every=2s -o out.txt \
+    --wrap "$DLRUN $DP --steps 500 --step-ms 40 --out $PWD/out.bin")
+  wait_until 90 '[ "$(written)" -ge 2 ]'
+  [ "$(job_field "$job" NumNodes)" = 2 ]
+  batch=$(job_field "$job" BatchHost)
+  victim=$(scontrol show hostnames "$(job_field "$job" NodeList)" | grep -vx "$batch" | head -n 1)
+  watch_states "$job"
+  "$DL_ROOT/scripts/minicluster" kill-node "$victim"
+  wait_until 60 "grep -q 'node $victim failed: restarting on the 1 node(s) left with 2 rank(s)' out.txt"
+  grep -q "removed node $victim from job $job" out.txt
+  wait_state "$job" COMPLETED 120
+  stop_watch
+  ! grep -qv -e RUNNING -e COMPLET -e '^$' states.txt
+  [ "$(job_field "$job" Restarts)" = 0 ]
+  [ "$(job_field "$job" NodeList)" = "$batch" ]
+  grep -q 'resumed from .* written by 4 ranks)' out.txt
+  check_against_reference "$ref" 1
+}
+
+@test "recovery 3: the PyTorch DDP example through one restart inside the allocation, equal to the reference" {
+  export PYTHONPATH=$DL_ROOT/python DL_CKPT_LIB=$DL_BUILD_DIR/ckpt/.libs/libdlckpt.so.0
+  run_srun -N2 --ntasks-per-node=1 --mpi=pmix "$DLRUN" /usr/bin/python3 "$EXAMPLES/train_ddp.py" \
+    --steps 150 --out "$PWD/ref.bin" >ref.txt 2>&1 || { cat ref.txt; false; }
+  job=$(submit -J "$(unique_name torch)" -N2 --ntasks-per-node=1 --dl-gpus=2 --dl-ckpt-every=3s \
+    -o out.txt --wrap "$DLRUN /usr/bin/python3 $EXAMPLES/train_ddp.py --steps 150 --step-ms 50 --out $PWD/out.bin")
+  wait_until 120 '[ "$(written)" -ge 1 ]'
+  pid=$(job_pids "$job" python3 | tail -n 1)
+  [ -n "$pid" ]
+  kill -KILL "$pid"
+  wait_state "$job" COMPLETED 180
+  grep -q 'restart 1 inside the allocation' out.txt
+  [ "$(job_field "$job" Restarts)" = 0 ]
+  check_against_reference "$PWD/ref.bin" 1
+  [ "$(sed -n 's/^\[rank 0@n[0-9]*\] final step 149 loss //p' ref.txt)" = \
+    "$(sed -n 's/^\[rank 0@n[0-9]*\] final step 149 loss //p' out.txt)" ]
+}
+
+@test "recovery 4: dlrun in salloc starts the ranks itself; SIGINT (Ctrl-C) stops every rank cleanly" {
+  timeout 120 salloc -N2 --ntasks-per-node=1 --dl-gpus=2 "$DLRUN" -v "$DP" --steps 60 --step-ms 0 \
+    --out "$PWD/small.bin" >small.txt 2>&1 || { cat small.txt; false; }
+  grep -q "^\[rank 1@n[0-9]*\] dlrun: started '.*dp_trainer' (pid [0-9]*): RANK=1 WORLD_SIZE=2 " small.txt
+  grep -q '\] final step 59 ' small.txt
+  # Ctrl-C: the launcher gets SIGINT (a terminal sends it to the foreground group).
+  timeout 120 salloc -N2 --ntasks-per-node=1 --dl-gpus=2 sh -c \
+    "echo \$\$ >launcher.pid; echo \$SLURM_JOB_ID >job.id; exec $DLRUN $DP --steps 100000 --step-ms 20 --out $PWD/out.bin" \
+    >out.txt 2>&1 &
+  salloc_pid=$!
+  wait_until 60 '[ "$(last_step)" ] && [ "$(last_step)" -ge 10 ]'
+  kill -INT "$(cat launcher.pid)"
+  rc=0
+  wait "$salloc_pid" || rc=$?
+  [ "$rc" = 143 ] || { cat out.txt; false; }
+  grep -q 'SIGINT: stopping every rank' out.txt
+  grep -q 'not requeued: only batch jobs can be requeued' out.txt
+  [ -z "$(job_pids "$(cat job.id)" dp_trainer)" ]
+  ! grep -q 'inside the allocation' out.txt
+}
