@@ -20,6 +20,7 @@
 #include "core/private_dir.h"
 #include "core/sysio.h"
 #include "exp/journal.h"
+#include "exp/lock_file.h"
 #include "exp/store.h"
 #include "exp/writer.h"
 
@@ -117,50 +118,16 @@ void say(const std::string& line) { std::fprintf(stderr, "dl-search: %s\n", line
 
 // ---- the driver lock: one driver per experiment ----
 
-class DriverLock {
- public:
-  explicit DriverLock(const std::string& dir) : path_(join(dir, "search.lock")) {
-    const std::string me = hostname() + " " + std::to_string(::getpid());
-    for (int attempt = 0; attempt < 3; ++attempt) {
-      const int fd =
-          ::open(path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-      if (fd >= 0) {
-        [[maybe_unused]] const ssize_t n = ::write(fd, me.data(), me.size());
-        ::fsync(fd);
-        ::close(fd);
-        return;
-      }
-      if (errno != EEXIST) {
-        throw SystemError("couldn't create " + path_ + ": " + std::strerror(errno));
-      }
-      std::string holder;
-      try {
-        holder = read_file(path_, 4096);
-      } catch (const std::exception&) {
-        continue;
-      }
-      const auto space = holder.find(' ');
-      if (space != std::string::npos && holder.substr(0, space) == hostname()) {
-        const long pid = std::strtol(holder.c_str() + space + 1, nullptr, 10);
-        if (pid > 0 && ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH) {
-          ::unlink(path_.c_str());  // its driver is gone (killed): take over
-          continue;
-        }
-      }
-      throw InputError(fmt::format(
-          "a driver of this experiment runs already ('{}' in {}; remove the file if that "
-          "process is gone)",
-          holder, path_));
-    }
-    throw SystemError("couldn't take " + path_);
-  }
-  ~DriverLock() { ::unlink(path_.c_str()); }
-  DriverLock(const DriverLock&) = delete;
-  DriverLock& operator=(const DriverLock&) = delete;
-
- private:
-  std::string path_;
-};
+// A second driver of the same experiment is refused at once.
+LockFile driver_lock(const std::string& dir) {
+  const std::string path = join(dir, "search.lock");
+  return LockFile(path, [&](const std::string& holder) {
+    throw InputError(
+        fmt::format("a driver of this experiment runs already ('{}' in {}; remove the file if that "
+                    "process is gone)",
+                    holder, path));
+  });
+}
 
 // ---- journals ----
 
@@ -341,7 +308,7 @@ class Driver {
 
   int run() {
     const std::string dir = experiment_dir(root_, e_.name);
-    DriverLock lock(dir);
+    const LockFile lock = driver_lock(dir);
     Replay r = replay(root_, e_, searcher_);
     ops_ = r.ops;
     intent_ = r.intent;

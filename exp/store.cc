@@ -14,6 +14,7 @@
 #include "core/error.h"
 #include "core/sysio.h"
 #include "exp/journal.h"
+#include "exp/lock_file.h"
 #include "exp/writer.h"
 
 namespace dl::exp {
@@ -79,53 +80,18 @@ class Stmt {
   sqlite3_stmt* s_ = nullptr;
 };
 
-// The merge lock: <experiment>/merge.lock, created with O_EXCL (which NFS honours, where
-// fcntl locks are unreliable), holding "host pid". A lock left by a dead process of this
-// host is taken over; one of another host is waited for, then reported.
-class MergeLock {
- public:
-  explicit MergeLock(const std::string& dir) : path_(join(dir, "merge.lock")) {
-    const std::string me = hostname() + " " + std::to_string(::getpid());
-    const auto limit = std::chrono::steady_clock::now() + kLockWait;
-    for (;;) {
-      const int fd =
-          ::open(path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-      if (fd >= 0) {
-        [[maybe_unused]] const ssize_t n = ::write(fd, me.data(), me.size());
-        ::close(fd);
-        return;
-      }
-      if (errno != EEXIST) {
-        throw SystemError("couldn't create " + path_ + ": " + std::strerror(errno));
-      }
-      std::string holder;
-      try {
-        holder = read_file(path_, 4096);
-      } catch (const std::exception&) {
-        continue;  // released meanwhile
-      }
-      const auto space = holder.find(' ');
-      if (space != std::string::npos && holder.substr(0, space) == hostname()) {
-        const long pid = std::strtol(holder.c_str() + space + 1, nullptr, 10);
-        if (pid > 0 && ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH) {
-          ::unlink(path_.c_str());
-          continue;
-        }
-      }
-      if (std::chrono::steady_clock::now() > limit) {
-        throw SystemError("couldn't merge: " + path_ + " is held by '" + holder +
-                          "' (remove it if that process is gone)");
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+// The merge lock, <experiment>/merge.lock: a holder on another host (or a live one on
+// this host) is waited for, then reported.
+LockFile merge_lock(const std::string& dir) {
+  const auto limit = std::chrono::steady_clock::now() + kLockWait;
+  return LockFile(join(dir, "merge.lock"), [&](const std::string& holder) {
+    if (std::chrono::steady_clock::now() > limit) {
+      throw SystemError("couldn't merge: " + join(dir, "merge.lock") + " is held by '" + holder +
+                        "' (remove it if that process is gone)");
     }
-  }
-  ~MergeLock() { ::unlink(path_.c_str()); }
-  MergeLock(const MergeLock&) = delete;
-  MergeLock& operator=(const MergeLock&) = delete;
-
- private:
-  std::string path_;
-};
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  });
+}
 
 const char* kSchema = R"sql(
 CREATE TABLE IF NOT EXISTS experiments(id TEXT PRIMARY KEY, created REAL);
@@ -200,7 +166,7 @@ MergeStats Store::merge() {
   MergeStats stats;
   const std::string dir = journals_dir(root_, experiment_);
   if (file_type(dir) != FileType::directory) return stats;
-  MergeLock lock(experiment_dir(root_, experiment_));
+  const LockFile lock = merge_lock(experiment_dir(root_, experiment_));
   exec("BEGIN IMMEDIATE");
   try {
     Stmt get_offset(db_, "SELECT offset, records, corrupt FROM journals WHERE writer = ?");
