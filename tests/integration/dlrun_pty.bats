@@ -33,6 +33,17 @@ print("ready", os.environ["RANK"], os.getpid(), flush=True)
 while True:
     time.sleep(1)
 EOF
+  cat >"$PTYDIR/slow_stop.py" <<'EOF'
+import os, signal, sys, time
+def stop(sig, frame):
+    print("stopping", os.environ["RANK"], sig, flush=True)
+    time.sleep(2)
+    sys.exit(143)
+signal.signal(signal.SIGTERM, stop)
+print("ready", os.environ["RANK"], flush=True)
+while True:
+    time.sleep(1)
+EOF
   cat >"$PTYDIR/ddp.py" <<'EOF'
 import os
 import torch
@@ -194,23 +205,39 @@ start_pty() {
   [ "$(echo "$pids" | wc -l)" -eq 2 ]
   # The launcher and one per rank.
   [ "$(pty_pids dlrun | wc -l)" -eq 3 ]
-  # The terminal sends SIGINT to its foreground group: dlrun and its srun.
+  # The terminal sends SIGINT to its foreground process group, where only dlrun is.
   tmux send-keys -t "$SESSION" C-c
   wait_rc 30
   [ "$(rc_of)" = 143 ] || { screen; false; }
-  # Said once, by the launcher; the ranks were stopped by it (SIGTERM), not by srun's
-  # forwarding of a second Ctrl-C.
+  # Said once, by the launcher; the ranks were stopped by it (SIGTERM), not by srun.
   [ "$(screen | grep -c 'dlrun: SIGINT: stopping every rank')" -eq 1 ]
-  ! screen | grep -q 'sending Ctrl-C to'
+  [ -z "$(screen | grep -E 'srun: (interrupt|sending Ctrl-C|forcing)')" ]
   saved=$(screen | sed -n 's/^\[rank [01]@[^]]*\] checkpoint rank=\([01]\) step=\([0-9]*\)$/\1 \2/p')
   [ "$(echo "$saved" | awk '{print $1}' | sort | tr '\n' ' ')" = "0 1 " ]
   [ "$(echo "$saved" | awk '{print $2}' | sort -u | wc -l)" -eq 1 ]
   for pid in $pids; do [ ! -e "/proc/$pid" ]; done
   [ -z "$(pty_pids dlrun)" ]
   [ -z "$(pty_pids python3)" ]
-  # The shell inside salloc still answers; the job still runs until it is left.
-  type_line true
-  wait_rc 10
+  # Ctrl-C twice, as people do, while the ranks take their time to stop: the second one
+  # must not reach srun, which would send it to the ranks and then kill them (exit 137).
+  type_line "$DL_BUILD_DIR/launcher/dlrun /usr/bin/python3 slow_stop.py"
+  wait_screen '^\[rank [01]@[^]]*\] ready ' 2 60
+  tmux send-keys -t "$SESSION" C-c
+  wait_screen '^\[rank [01]@[^]]*\] stopping [01] 15' 2 10
+  tmux send-keys -t "$SESSION" C-c
+  wait_rc 30
+  [ "$(rc_of)" = 143 ] || { screen; false; }
+  [ -z "$(screen | grep -E 'srun: (interrupt|sending Ctrl-C|forcing)')" ]
+  [ -z "$(pty_pids dlrun)" ]
+  [ -z "$(pty_pids python3)" ]
+  # What is typed still reaches rank 0's program (through dlrun to srun's stdin).
+  type_line "$DL_BUILD_DIR/launcher/dlrun /usr/bin/python3 -c 'import sys; print(\"got\", sys.stdin.readline().strip(), flush=True)'"
+  wait_screen '^\[rank [01]@[^]]*\] dlrun: RUNNING' 1 60
+  tmux send-keys -t "$SESSION" hello Enter
+  wait_rc 30
+  [ "$(rc_of)" = 0 ] || { screen; false; }
+  screen | grep -qE '^\[rank 0@[^]]*\] got hello$'
+  # The job still runs until its shell is left.
   [ "$(job_state "$JOB")" = RUNNING ]
   tmux send-keys -t "$SESSION" exit Enter
   wait_screen "Relinquishing job allocation $JOB" 1 30
