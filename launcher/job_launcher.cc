@@ -1,9 +1,11 @@
 #include "launcher/job_launcher.h"
 
+#include <fcntl.h>
 #include <fmt/format.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/signalfd.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -69,6 +71,9 @@ class Launcher {
   void on_report_readable(std::size_t i, const StepShape& shape);
   void end_step_without(const std::string& node);
   void resized();
+  // On a terminal: what is typed, to srun's stdin (srun is not in the foreground group).
+  void feed_stdin();
+  bool stdin_open_ = true;
   struct Report {
     UniqueFd fd;
     LineBuffer in;
@@ -154,19 +159,36 @@ int Launcher::run_step(const StepShape& shape, bool reshaped) {
   spec.argv = argv;
   spec.env = apply_env(s_.env, changes);
   spec.capture_output = false;
-  // On a terminal srun stays in the foreground process group (its stdin is the
-  // terminal); elsewhere it gets its own, so that only dlrun decides about signals.
-  spec.own_process_group = !isatty(STDIN_FILENO);
+  // srun gets its own process group, so that only dlrun decides about signals: a
+  // terminal's Ctrl-C would also reach srun, whose second Ctrl-C within a second sends
+  // SIGINT to the ranks and then kills them in the middle of their checkpoint. On a
+  // terminal dlrun passes what is typed on to srun's stdin (srun cannot read a terminal
+  // from outside its foreground group).
+  spec.own_process_group = true;
+  // Only from the foreground: a dlrun started with `&` would be stopped (SIGTTIN).
+  const bool feed = stdin_open_ && isatty(STDIN_FILENO) && tcgetpgrp(STDIN_FILENO) == getpgrp();
+  spec.stdin_feed = feed;
   srun_status_.reset();
   srun_killed_ = false;
   srun_ = Program::start(spec);
+  if (feed) {
+    const int fd = srun_->stdin_feed().get();
+    if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) != 0)
+      throw SystemError(fmt::format("fcntl: {}", std::strerror(errno)));
+  }
   log(LogLevel::verbose, "started srun (pid {}) for restart {}", srun_->pid(),
       s_.job.restart_count);
   while (!srun_status_) {
     std::vector<pollfd> fds{{signals_.get(), POLLIN, 0}};
     if (listener_) fds.push_back({listener_->fd.get(), POLLIN, 0});
     for (const auto& r : reports_) fds.push_back({r.fd.get(), POLLIN, 0});
+    const bool feeding = feed && stdin_open_ && srun_->stdin_feed();
+    if (feeding) fds.push_back({STDIN_FILENO, POLLIN, 0});
     const int n = poll(fds.data(), fds.size(), 250);
+    if (feeding && n > 0 && fds.back().revents != 0) {
+      feed_stdin();
+      fds.pop_back();
+    }
     if (n < 0 && errno != EINTR) throw SystemError(fmt::format("poll: {}", std::strerror(errno)));
     signalfd_siginfo si{};
     while (read(signals_.get(), &si, sizeof si) == sizeof si)
@@ -188,6 +210,23 @@ int Launcher::run_step(const StepShape& shape, bool reshaped) {
   srun_.reset();
   reports_.clear();
   return exit_code_of(*srun_status_);
+}
+
+void Launcher::feed_stdin() {
+  char buf[4096];
+  const ssize_t got = read(STDIN_FILENO, buf, sizeof buf);
+  if (got < 0 && (errno == EAGAIN || errno == EINTR)) return;
+  if (got <= 0) {
+    // End of input (Ctrl-D), or dlrun itself no longer in the foreground: srun sees the end.
+    stdin_open_ = false;
+    srun_->stdin_feed().reset();
+    return;
+  }
+  // What srun does not take at once is dropped rather than blocking the launcher.
+  if (send(srun_->stdin_feed().get(), buf, static_cast<std::size_t>(got), MSG_NOSIGNAL) < 0 &&
+      errno != EAGAIN && errno != EWOULDBLOCK) {
+    srun_->stdin_feed().reset();
+  }
 }
 
 void Launcher::on_report_accept() {

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -35,7 +36,7 @@ void make_pipe(UniqueFd& read_end, UniqueFd& write_end) {
 // Between fork and exec only async-signal-safe calls: dlrun may have threads (NCCL's
 // bootstrap root) whose locks the child inherits.
 [[noreturn]] void exec_child(char* const* argv, char* const* envp, const ProgramSpec& spec,
-                             pid_t parent, int out_fd, int err_fd, int report_fd) {
+                             pid_t parent, int in_fd, int out_fd, int err_fd, int report_fd) {
   if (spec.own_process_group) setpgid(0, 0);
   // If dlrun dies (even by SIGKILL), the program must not go on unsupervised.
   prctl(PR_SET_PDEATHSIG, SIGKILL);
@@ -49,6 +50,7 @@ void make_pipe(UniqueFd& read_end, UniqueFd& write_end) {
   sigset_t none;
   sigemptyset(&none);
   sigprocmask(SIG_SETMASK, &none, nullptr);
+  if (in_fd >= 0 && dup2(in_fd, STDIN_FILENO) < 0) _exit(127);
   if (out_fd >= 0 && dup2(out_fd, STDOUT_FILENO) < 0) _exit(127);
   if (err_fd >= 0 && dup2(err_fd, STDERR_FILENO) < 0) _exit(127);
   execvpe(argv[0], argv, envp);
@@ -93,7 +95,16 @@ Program Program::start(const ProgramSpec& spec) {
   envp.push_back(nullptr);
 
   Program p;
-  UniqueFd out_write, err_write, report_read, report_write;
+  UniqueFd out_write, err_write, report_read, report_write, in_read;
+  if (spec.stdin_feed) {
+    // A socket, not a pipe: dlrun writes with MSG_NOSIGNAL (no SIGPIPE once it is gone).
+    int fds[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) != 0) fail("create a socket pair");
+    p.in_.reset(fds[0]);
+    in_read.reset(fds[1]);
+    if (shutdown(in_read.get(), SHUT_WR) != 0 || shutdown(p.in_.get(), SHUT_RD) != 0)
+      fail("shut down half of a socket pair");
+  }
   if (spec.capture_output) {
     make_pipe(p.out_, out_write);
     make_pipe(p.err_, err_write);
@@ -105,13 +116,14 @@ Program Program::start(const ProgramSpec& spec) {
   const pid_t pid = fork();
   if (pid < 0) fail(fmt::format("start '{}'", spec.argv.at(0)));
   if (pid == 0) {
-    exec_child(argv.data(), envp.data(), spec, parent, out_write.get(), err_write.get(),
-               report_write.get());
+    exec_child(argv.data(), envp.data(), spec, parent, in_read.get(), out_write.get(),
+               err_write.get(), report_write.get());
   }
   p.pid_ = pid;
   p.group_ = spec.own_process_group;
   // Also from the parent, so that the group exists before anyone signals it.
   if (spec.own_process_group) setpgid(pid, pid);
+  in_read.reset();
   out_write.reset();
   err_write.reset();
   report_write.reset();

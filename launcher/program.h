@@ -20,6 +20,9 @@ struct ProgramSpec {
   std::vector<int> ignored_signals;  // SIG_IGN survives exec and reaches its children
   bool capture_output = true;        // stdout/stderr through pipes (for the prefix)
   bool own_process_group = true;     // false for an interactive program on a terminal
+  // stdin from a socket whose other end is Program::stdin_feed() (for a program that must
+  // not be in the terminal's foreground process group but wants its input).
+  bool stdin_feed = false;
   // Descriptors beyond 0-2 the program gets (those dlrun itself inherited from
   // slurmstepd); dlrun's own (PMIx, NCCL, its control connection) are closed at exec.
   std::vector<int> pass_fds;
@@ -40,6 +43,7 @@ class Program {
   pid_t pid() const { return pid_; }
   UniqueFd& stdout_pipe() { return out_; }
   UniqueFd& stderr_pipe() { return err_; }
+  UniqueFd& stdin_feed() { return in_; }
 
   // To the whole process group when the program has one, else to the program.
   void signal(int sig) const;
@@ -56,6 +60,7 @@ class Program {
   bool group_ = false;
   UniqueFd out_;
   UniqueFd err_;
+  UniqueFd in_;
 };
 
 // "exited with 1", "killed by signal 9 (Killed)".

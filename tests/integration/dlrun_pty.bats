@@ -4,7 +4,8 @@
 # variables and rank-prefixed lines, checkpoints and resume; Ctrl-C checkpoints (the
 # Python client's trainer) and stops every rank, leaving no process, as does a killed
 # launcher; a torch DDP program over gloo across the two local ranks; a rank 0 that
-# cannot start.
+# cannot start. dlrun typed at the shell of an interactive `salloc`, the job-level
+# launcher: Ctrl-C stops the ranks on both nodes, and leaving the shell ends the job.
 
 load helpers
 
@@ -32,6 +33,17 @@ print("ready", os.environ["RANK"], os.getpid(), flush=True)
 while True:
     time.sleep(1)
 EOF
+  cat >"$PTYDIR/slow_stop.py" <<'EOF'
+import os, signal, sys, time
+def stop(sig, frame):
+    print("stopping", os.environ["RANK"], sig, flush=True)
+    time.sleep(2)
+    sys.exit(143)
+signal.signal(signal.SIGTERM, stop)
+print("ready", os.environ["RANK"], flush=True)
+while True:
+    time.sleep(1)
+EOF
   cat >"$PTYDIR/ddp.py" <<'EOF'
 import os
 import torch
@@ -46,6 +58,9 @@ EOF
 teardown_file() { rm -rf "$PTYDIR"; }
 
 setup() { SESSION=dlpty-$$-$BATS_TEST_NUMBER; }
+# A tmux server of this file's own: other test runs on this host share root's default one
+# and may end it under us.
+tmux() { command tmux -L "dlpty-$$" "$@"; }
 teardown() {
   # What a failed test left behind (the leftovers of a broken launcher outlive the job).
   if [ -n "${JOB:-}" ]; then
@@ -90,11 +105,13 @@ type_line() {
 wait_rc() { wait_screen "^rc$typed=[0-9]+" 1 "${1:-60}"; }
 rc_of() { screen | sed -n "s/^rc$typed=\([0-9]*\).*/\1/p" | tail -n 1; }
 
-# A shell of `srun --pty --dl-gpus=2 bash` as dltest, in the programs' directory.
+# A shell of `srun --pty --dl-gpus=2 bash` as dltest, in the programs' directory; or, with
+# arguments, of the command they give (salloc's).
 start_pty() {
-  tmux new-session -d -s "$SESSION" -x 200 -y 50 \
-    "runuser -u dltest -- env SLURM_CONF=$SLURM_CONF PS1='pty\$ ' \
-       srun --pty --dl-gpus=2 --chdir=$PTYDIR bash --norc --noprofile; sleep 600"
+  local shell="srun --pty --dl-gpus=2 --chdir=$PTYDIR bash --norc --noprofile"
+  [ $# -eq 0 ] || shell="$*"
+  tmux new-session -d -s "$SESSION" -x 200 -y 50 -c "$PTYDIR" \
+    "runuser -u dltest -- env SLURM_CONF=$SLURM_CONF PS1='pty\$ ' $shell; sleep 600"
   wait_screen '^pty\$' 1 60
   tmux send-keys -t "$SESSION" 'echo "job=$SLURM_JOB_ID node=$SLURMD_NODENAME"' Enter
   wait_screen '^job=[0-9]+ node=' 1 20
@@ -171,6 +188,61 @@ start_pty() {
   # The shell is still there and answers.
   type_line true
   wait_rc 10
+}
+
+@test "salloc -N2 --dl-gpus=2 bash: dlrun starts a rank per task; Ctrl-C in the terminal stops every rank once, exit 143; exit ends the job" {
+  start_pty salloc -N2 --ntasks-per-node=1 --dl-gpus=2 bash --norc --noprofile
+  # The shell runs here, outside any step: dlrun is the job-level launcher.
+  type_line "$DL_BUILD_DIR/launcher/dlrun /usr/bin/python3 $DL_ROOT/tests/integration/dlrun_trainer.py \
+    --steps 100000 --step-ms 20"
+  wait_screen '^\[rank [01]@[^]]*\] start rank=[01] world=2 ' 2 60
+  [ "$(screen | grep -E '^\[rank [01]@[^]]*\] start rank=' | sed 's/@.*\] start rank=/ /' | sort |
+    tr '\n' ';')" = "[rank 0 0 world=2 restart=0 resume=None;[rank 1 1 world=2 restart=0 resume=None;" ] ||
+    { screen; false; }
+  # One on each node of the allocation.
+  [ "$(screen | sed -n 's/^\[rank [01]@\([^]]*\)\] start rank=.*/\1/p' | sort -u | wc -l)" -eq 2 ]
+  pids=$(pty_pids python3)
+  [ "$(echo "$pids" | wc -l)" -eq 2 ]
+  # The launcher and one per rank.
+  [ "$(pty_pids dlrun | wc -l)" -eq 3 ]
+  # The terminal sends SIGINT to its foreground process group, where only dlrun is.
+  tmux send-keys -t "$SESSION" C-c
+  wait_rc 30
+  [ "$(rc_of)" = 143 ] || { screen; false; }
+  # Said once, by the launcher; the ranks were stopped by it (SIGTERM), not by srun.
+  [ "$(screen | grep -c 'dlrun: SIGINT: stopping every rank')" -eq 1 ]
+  [ -z "$(screen | grep -E 'srun: (interrupt|sending Ctrl-C|forcing)')" ]
+  saved=$(screen | sed -n 's/^\[rank [01]@[^]]*\] checkpoint rank=\([01]\) step=\([0-9]*\)$/\1 \2/p')
+  [ "$(echo "$saved" | awk '{print $1}' | sort | tr '\n' ' ')" = "0 1 " ]
+  [ "$(echo "$saved" | awk '{print $2}' | sort -u | wc -l)" -eq 1 ]
+  for pid in $pids; do [ ! -e "/proc/$pid" ]; done
+  [ -z "$(pty_pids dlrun)" ]
+  [ -z "$(pty_pids python3)" ]
+  # Ctrl-C twice, as people do, while the ranks take their time to stop: the second one
+  # must not reach srun, which would send it to the ranks and then kill them (exit 137).
+  type_line "$DL_BUILD_DIR/launcher/dlrun /usr/bin/python3 slow_stop.py"
+  wait_screen '^\[rank [01]@[^]]*\] ready ' 2 60
+  tmux send-keys -t "$SESSION" C-c
+  wait_screen '^\[rank [01]@[^]]*\] stopping [01] 15' 2 10
+  tmux send-keys -t "$SESSION" C-c
+  wait_rc 30
+  [ "$(rc_of)" = 143 ] || { screen; false; }
+  [ -z "$(screen | grep -E 'srun: (interrupt|sending Ctrl-C|forcing)')" ]
+  [ -z "$(pty_pids dlrun)" ]
+  [ -z "$(pty_pids python3)" ]
+  # What is typed still reaches rank 0's program (through dlrun to srun's stdin).
+  type_line "$DL_BUILD_DIR/launcher/dlrun /usr/bin/python3 -c 'import sys; print(\"got\", sys.stdin.readline().strip(), flush=True)'"
+  wait_screen '^\[rank [01]@[^]]*\] dlrun: RUNNING' 1 60
+  tmux send-keys -t "$SESSION" hello Enter
+  wait_rc 30
+  [ "$(rc_of)" = 0 ] || { screen; false; }
+  screen | grep -qE '^\[rank 0@[^]]*\] got hello$'
+  # The job still runs until its shell is left.
+  [ "$(job_state "$JOB")" = RUNNING ]
+  tmux send-keys -t "$SESSION" exit Enter
+  wait_screen "Relinquishing job allocation $JOB" 1 30
+  wait_until 30 '[ "$(job_state "$JOB")" != RUNNING ] && [ "$(job_state "$JOB")" != COMPLETING ]'
+  [ "$(job_state "$JOB")" = COMPLETED ] || [ -z "$(job_state "$JOB")" ]
 }
 
 @test "srun --pty --dl-gpus=2 bash: a torch DDP program all-reduces over gloo across the two local ranks" {
