@@ -3,10 +3,12 @@
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
+#include <chrono>
 #include <cmath>
 #include <set>
 
 #include "core/error.h"
+#include "core/parse.h"
 #include "exp/journal.h"
 
 namespace dl::exp::search {
@@ -179,7 +181,7 @@ Experiment parse_experiment(const std::string& file, const std::string& text) {
   }
 
   const YAML::Node trial = doc["trial"];
-  r.only(trial, "trial", {"command", "sbatch"});
+  r.only(trial, "trial", {"command", "sbatch", "step_seconds"});
   if (!trial["command"]) r.fail(trial, "trial.command is missing (the command a trial job runs)");
   e.command = r.text(trial["command"], "trial.command");
   if (e.command.empty()) r.fail(trial["command"], "trial.command: expected a command");
@@ -193,6 +195,15 @@ Experiment parse_experiment(const std::string& file, const std::string& text) {
         r.fail(o, fmt::format("trial.sbatch: {}: dl-search sets it itself", opt));
       }
       e.sbatch.push_back(opt);
+    }
+  }
+  if (trial["step_seconds"]) {
+    e.step_seconds = r.number(trial["step_seconds"], "trial.step_seconds");
+    if (!(e.step_seconds > 0) || e.step_seconds > 86400) {
+      r.fail(trial["step_seconds"],
+             fmt::format("trial.step_seconds: expected seconds per step, > 0 and at most 86400, "
+                         "not '{}'",
+                         trial["step_seconds"].as<std::string>()));
     }
   }
 
@@ -291,6 +302,7 @@ nlohmann::json to_json(const Experiment& e) {
           {"root", e.root},
           {"command", e.command},
           {"sbatch", e.sbatch},
+          {"step_seconds", e.step_seconds},
           {"hyperparameters", space},
           {"searcher",
            {{"name", algorithm_text(c.algorithm)},
@@ -311,6 +323,7 @@ Experiment experiment_from_json(const nlohmann::json& j) {
   e.root = j.at("root").get<std::string>();
   e.command = j.at("command").get<std::string>();
   e.sbatch = j.at("sbatch").get<std::vector<std::string>>();
+  e.step_seconds = j.value("step_seconds", 0.0);  // absent in searches begun before it
   for (const auto& p : j.at("hyperparameters")) {
     Param q;
     q.name = p.at("name").get<std::string>();
@@ -345,6 +358,30 @@ Experiment experiment_from_json(const nlohmann::json& j) {
   c.max_restarts = s.at("max_restarts").get<int>();
   validate(c);
   return e;
+}
+
+std::optional<std::int64_t> rung_time_min(const Experiment& e, std::int64_t steps) {
+  if (!(e.step_seconds > 0) || steps <= 0) return std::nullopt;
+  std::chrono::seconds grace(120);  // the SPANK plugin's default_grace
+  const std::string key = "--dl-grace";
+  for (std::size_t i = 0; i < e.sbatch.size(); ++i) {
+    std::string value;
+    if (e.sbatch[i].rfind(key + "=", 0) == 0) {
+      value = e.sbatch[i].substr(key.size() + 1);
+    } else if (e.sbatch[i] == key && i + 1 < e.sbatch.size()) {
+      value = e.sbatch[i + 1];
+    } else {
+      continue;
+    }
+    try {
+      grace = parse_duration(key, value, std::chrono::seconds(0), std::chrono::hours(24));
+    } catch (const InputError&) {
+      return std::nullopt;  // sbatch rejects it with the SPANK plugin's message
+    }
+  }
+  const double seconds =
+      static_cast<double>(steps) * e.step_seconds + static_cast<double>(grace.count() + 30);
+  return static_cast<std::int64_t>(std::ceil(seconds / 60.0));
 }
 
 }  // namespace dl::exp::search

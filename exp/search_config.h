@@ -5,7 +5,9 @@
 //   "search.yaml:7: searcher.divisor: expected a number > 1, not 'one'".
 #pragma once
 
+#include <cstdint>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,8 +20,16 @@ struct Experiment {
   std::string root;  // empty: DL_EXP_ROOT, else $HOME/.slurm-dl/experiments
   std::string command;
   std::vector<std::string> sbatch;  // options as given, one per list item
+  double step_seconds = 0;          // trial.step_seconds; 0: not given
   Config searcher;
 };
+
+// The --time-min, in whole minutes, of a run of `steps` steps at e.step_seconds a step:
+// one rung, so that backfill can place a preemptible trial in a hole that fits it, plus
+// job_submit/dl's warning time (the --dl-grace of e.sbatch, else 120 s, + 30 s: dlrun
+// checkpoints and stops that long before the end of a job started at its time_min).
+// Nothing when the file gives no step_seconds or its --dl-grace does not parse.
+std::optional<std::int64_t> rung_time_min(const Experiment& e, std::int64_t steps);
 
 // Parses the YAML text of `file` (the name is used in messages only). Throws
 // dl::InputError "<file>:<line>: <reason>".

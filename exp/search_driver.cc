@@ -477,6 +477,14 @@ class Driver {
       ensure_private_dir(logs, {root_});
       argv.push_back("--output=" + join(logs, op.trial + ".%j.out"));
     }
+    // One rung's time (and the warning time) as time_min, before the file's options: a
+    // --time-min there wins.
+    const auto& rungs = searcher_.rungs();
+    const std::int64_t first =
+        op.rung > 0 && static_cast<std::size_t>(op.rung) <= rungs.size() ? rungs[op.rung - 1] : 0;
+    if (const auto tm = rung_time_min(e_, op.budget - first)) {
+      argv.push_back(fmt::format("--time-min={}", *tm));
+    }
     for (const auto& o : e_.sbatch) argv.push_back(o);
     argv.push_back("--wrap");
     argv.push_back(e_.command);

@@ -213,13 +213,15 @@ std::string apply_tasks(job_desc_msg_t* job, const Gang& gang, const Shape& shap
 
 // --dl-preemptible: Slurm may requeue the job; its steps hear about the end
 // warn_time before it (SIGUSR2, not to the batch shell) so the launcher checkpoints;
-// and backfill may start it in any hole of at least time_min.
+// and backfill may start it in any hole of at least time_min (the user's --time-min if
+// given, else 4 x warn_time).
 void apply_preemptible(job_desc_msg_t* job, const Spec& spec,
                        std::optional<std::chrono::seconds> limit) {
   job->requeue = 1;
   job->warn_signal = SIGUSR2;
   job->warn_flags = 0;
   job->warn_time = static_cast<std::uint16_t>(warn_time(spec.grace).count());
+  if (job->time_min != NO_VAL) return;  // the user's own (dl-search: one rung)
   if (const auto tm = backfill_time_min(spec.grace, limit)) {
     job->time_min = static_cast<std::uint32_t>(tm->count() / 60);
   }

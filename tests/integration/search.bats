@@ -5,7 +5,8 @@
 # right after sbatch, before it recorded the job) carries on without a duplicate trial or
 # a lost result; a trial that always fails is retried, then failed, and the search goes
 # on; a bad file is rejected with file, line and reason, nothing queued; pause, resume,
-# stop; the driver as a batch job (--as-job).
+# stop; the driver as a batch job (--as-job); a trial preempted by a `high` job is
+# requeued, resumes from its own checkpoint and is counted once.
 
 load helpers
 
@@ -214,4 +215,56 @@ assert s and all(x in ("stopped", "completed") for x in s), s'
   wait_state "$driver" COMPLETED 120
   grep -q "search '$EXP' complete; best trial t" "$DL_EXP_ROOT/$EXP/driver.$driver.out"
   dl-search status "$EXP" --json | check_json 'assert d["finished"] and d["complete"], d'
+}
+
+@test "search 7: a trial (time_min one rung) preempted by a high job checkpoints, is requeued, resumes from its checkpoint and counts once" {
+  # One trial of 40 steps at 0.2 s a step: running when the high job arrives.
+  cat >preempt.yaml <<EOF
+name: $EXP
+trial:
+  command: srun --mpi=pmix dlrun /usr/bin/python3 $DL_ROOT/examples/search_trainer.py --step-ms 200
+  sbatch: [--partition=low, --ntasks=1, --dl-preemptible, --dl-grace=30s, --dl-max-restarts=0]
+  step_seconds: 0.2
+hyperparameters:
+  act: {type: categorical, values: [relu]}
+searcher:
+  name: grid
+  metric: loss
+  budget: 40
+  max_trials: 1
+  max_concurrent_trials: 1
+  max_restarts: 0
+EOF
+  dl-search submit preempt.yaml >driver.txt 2>&1 &
+  echo $! >driver.pid
+  past5() {
+    dl-exp metrics "$EXP" --json 2>/dev/null | python3 -c 'import json, sys
+sys.exit(not any(m["step"] >= 5 for m in json.load(sys.stdin)["metrics"]))'
+  }
+  wait_until 60 past5
+  job=$(squeue -h --me -o '%i|%j' | sed -n "s/|dls\.$EXP\.t001\.0\$//p")
+  [ -n "$job" ]
+  # time_min is one rung and the warning time (40 x 0.2 s + 30 s + 30 s, in whole minutes),
+  # not job_submit/dl's 4 x (30 s + 30 s).
+  [ "$(job_field "$job" TimeMin)" = 00:02:00 ]
+  # Every node, whole: the trial's job is preempted (requeued), then runs again.
+  high=$(submit -p high -N4 --exclusive -o high.txt --wrap 'sleep 2')
+  wait_state "$high" COMPLETED 120
+  wait "$(cat driver.pid)"
+  rm driver.pid
+  cat driver.txt
+  grep -q "search '$EXP' complete; best trial t001" driver.txt
+  [ "$(job_field "$job" Restarts)" = 1 ]
+  # The second run started from the first's checkpoint, not from step 0.
+  dl-exp show "$EXP" --json | check_json '
+ev = [e for e in d["events"] if e["kind"] == "run_started"]
+assert len(ev) == 2 and [e["restarts"] for e in ev] == [0, 1], d["events"]
+assert [e["kind"] for e in d["events"]].count("requeued") == 1, d["events"]
+ck = [c["path"] for t in d["trials"] for c in t["checkpoints"]]
+assert ev[1]["reason"].startswith("resumed from ") and ev[1]["reason"][13:] in ck, (ev, ck)'
+  # One trial, one job (the same one, requeued), every step 0..39 once.
+  check_search "$EXP"
+  dl-search status "$EXP" --json | check_json '
+assert [(t["id"], t["state"], t["restarts"]) for t in d["trials"]] == [("t001", "completed", 0)], d["trials"]
+assert [o["kind"] for o in d["operations"] if o["kind"] in ("create", "resume")] == ["create"], d["operations"]'
 }

@@ -13,6 +13,7 @@ const char* kGood = R"(name: quad
 trial:
   command: srun dlrun /usr/bin/python3 train.py
   sbatch: [-p, low, --dl-gpus=1]
+  step_seconds: 0.5
 hyperparameters:
   lr: {type: log, minval: 0.0001, maxval: 1}
   layers: {type: int, minval: 1, maxval: 4}
@@ -59,6 +60,7 @@ TEST(SearchConfig, ReadsAGoodFile) {
   EXPECT_EQ(e.searcher.divisor, 2);
   EXPECT_EQ(e.searcher.budget, 8);
   EXPECT_EQ(e.searcher.seed, 11u);
+  EXPECT_EQ(e.step_seconds, 0.5);
   // The normalized form reads back to the same search.
   const Experiment back = experiment_from_json(to_json(e));
   EXPECT_EQ(to_json(back), to_json(e));
@@ -68,33 +70,67 @@ TEST(SearchConfig, ReadsAGoodFile) {
 
 TEST(SearchConfig, RejectsWithFileLineAndReason) {
   EXPECT_EQ(error_of(with("divisor: 2", "divisor: one")),
-            "exp.yaml:16: searcher.divisor: expected a number, not 'one'");
+            "exp.yaml:17: searcher.divisor: expected a number, not 'one'");
   EXPECT_EQ(error_of(with("divisor: 2", "divisor: 1")),
-            "exp.yaml:16: searcher.divisor: expected a number > 1, not '1'");
+            "exp.yaml:17: searcher.divisor: expected a number > 1, not '1'");
   EXPECT_EQ(error_of(with("name: asha", "name: hyperband")),
-            "exp.yaml:11: searcher.name: 'hyperband': expected asha, random or grid");
+            "exp.yaml:12: searcher.name: 'hyperband': expected asha, random or grid");
   EXPECT_EQ(error_of(with("type: log", "type: exp")),
-            "exp.yaml:6: hyperparameters.lr.type: 'exp': expected int, float, log or categorical");
+            "exp.yaml:7: hyperparameters.lr.type: 'exp': expected int, float, log or categorical");
   EXPECT_EQ(error_of(with("minval: 0.0001", "minval: 0")),
-            "exp.yaml:6: hyperparameters.lr: expected 0 < minval <= maxval (log scale)");
+            "exp.yaml:7: hyperparameters.lr: expected 0 < minval <= maxval (log scale)");
   EXPECT_EQ(error_of(with("max_trials: 8", "max_trials: 0")),
-            "exp.yaml:14: searcher.max_trials: expected a whole number from 1 to 100000, not '0'");
+            "exp.yaml:15: searcher.max_trials: expected a whole number from 1 to 100000, not '0'");
   EXPECT_EQ(
       error_of(with("  seed: 11", "  sed: 11")),
-      "exp.yaml:19: searcher.sed: unknown key (allowed: budget, divisor, max_concurrent_trials, "
+      "exp.yaml:20: searcher.sed: unknown key (allowed: budget, divisor, max_concurrent_trials, "
       "max_restarts, max_rungs, max_trials, metric, mode, name, seed)");
   EXPECT_EQ(error_of(with("--dl-gpus=1", "--dl-trial=x")),
             "exp.yaml:4: trial.sbatch: --dl-trial=x: dl-search sets it itself");
   EXPECT_EQ(error_of(with("mode: min", "mode: lowest")),
-            "exp.yaml:13: searcher.mode: 'lowest': expected min or max");
+            "exp.yaml:14: searcher.mode: 'lowest': expected min or max");
   EXPECT_EQ(error_of(with("name: quad", "name: ../x")),
             "exp.yaml:1: name '../x': expected 1 to 128 letters, digits or _.- not starting "
             "with '.'");
   EXPECT_EQ(error_of(with("  budget: 8\n", "")),
-            "exp.yaml:11: searcher.budget is missing (the "
+            "exp.yaml:12: searcher.budget is missing (the "
             "steps of a full training)");
+  EXPECT_EQ(error_of(with("step_seconds: 0.5", "step_seconds: 0")),
+            "exp.yaml:5: trial.step_seconds: expected seconds per step, > 0 and at most 86400, "
+            "not '0'");
+  EXPECT_EQ(error_of(with("step_seconds: 0.5", "step_seconds: fast")),
+            "exp.yaml:5: trial.step_seconds: expected a number, not 'fast'");
   // Not YAML at all.
   EXPECT_EQ(error_of("name: [unclosed\n"), "exp.yaml:2: end of sequence flow not found");
+}
+
+// A file without step_seconds (and a search.json written before it) gives no time_min.
+TEST(SearchConfig, StepSecondsIsOptional) {
+  const Experiment e = parse_experiment("exp.yaml", with("  step_seconds: 0.5\n", ""));
+  EXPECT_EQ(e.step_seconds, 0);
+  nlohmann::json j = to_json(e);
+  j.erase("step_seconds");
+  EXPECT_EQ(experiment_from_json(j).step_seconds, 0);
+}
+
+// One rung's steps at step_seconds a step plus --dl-grace + 30 s, in whole minutes.
+TEST(SearchConfig, RungTimeMin) {
+  Experiment e = parse_experiment("exp.yaml", kGood);  // no --dl-grace: 120 s
+  EXPECT_EQ(rung_time_min(e, 0), std::nullopt);
+  EXPECT_EQ(rung_time_min(e, 1), 3);     // 0.5 + 150 s
+  EXPECT_EQ(rung_time_min(e, 60), 3);    // 30 + 150 s
+  EXPECT_EQ(rung_time_min(e, 61), 4);    // 30.5 + 150 s
+  e.sbatch.push_back("--dl-grace=30s");  // 40 x 0.5 + 60 s
+  EXPECT_EQ(rung_time_min(e, 40), 2);
+  e.sbatch.back() = "--dl-grace";
+  e.sbatch.push_back("1h");
+  EXPECT_EQ(rung_time_min(e, 40), 61);  // 20 + 3630 s
+  e.sbatch.back() = "soon";             // sbatch rejects it
+  EXPECT_EQ(rung_time_min(e, 40), std::nullopt);
+  e.sbatch.pop_back();
+  e.sbatch.pop_back();
+  e.step_seconds = 0;
+  EXPECT_EQ(rung_time_min(e, 40), std::nullopt);
 }
 
 }  // namespace
