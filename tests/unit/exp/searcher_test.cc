@@ -175,14 +175,14 @@ struct SearchRun {
 SearchRun drive(Searcher& s, const std::function<double(const Op&)>& f,
                 const std::function<bool(const Op&)>& fails = nullptr) {
   SearchRun run;
-  std::deque<Op> todo;
+  std::deque<Op> pending;
   for (auto& o : s.start()) {
     run.all.push_back(o);
-    todo.push_back(o);
+    pending.push_back(o);
   }
-  while (!todo.empty()) {
-    const Op op = todo.front();
-    todo.pop_front();
+  while (!pending.empty()) {
+    const Op op = pending.front();
+    pending.pop_front();
     if (op.kind != Op::Kind::create && op.kind != Op::Kind::resume) continue;
     std::vector<Event> evs;
     if (fails && fails(op)) {
@@ -195,7 +195,7 @@ SearchRun drive(Searcher& s, const std::function<double(const Op&)>& f,
       run.events.push_back(e);
       for (auto& o : s.handle(e)) {
         run.all.push_back(o);
-        todo.push_back(o);
+        pending.push_back(o);
       }
     }
   }
