@@ -90,7 +90,7 @@ stop_watch() { kill "$(cat watch.pid)" 2>/dev/null || true; }
   ref=$(reference 700)
   job=$(submit -J "$(unique_name kill3)" -N2 --ntasks-per-node=2 --dl-gpus=4 \
     --dl-ckpt-every=2s --dl-max-restarts=3 -o out.txt \
-    --wrap "$DLRUN $DP --steps 700 --step-ms 40 --out $PWD/out.bin")
+    --wrap "$DLRUN $DP --steps 700 --step-ms 100 --out $PWD/out.bin")
   wait_state "$job" RUNNING 60
   watch_states "$job"
   for i in 1 2 3; do
