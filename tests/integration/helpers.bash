@@ -34,6 +34,28 @@ wait_state() {
 # The queue holds no job of the current user (nothing was submitted).
 queue_empty() { [ -z "$(squeue -h -u "$(id -un)" -o %i)" ]; }
 
+# For a teardown: when the test failed, the end of each named file (a job's output) and the
+# job's processes go to the failure report, so a failure in CI shows what the program did.
+# $job, when set, names the job.
+show_on_failure() {
+  [ -n "${BATS_TEST_COMPLETED:-}" ] && return 0
+  local f
+  for f in "$@"; do
+    [ -e "$f" ] || continue
+    echo "--- the last lines of $f" >&2
+    tail -n 40 "$f" >&2
+  done
+  if [ -n "${job:-}" ]; then
+    echo "--- the processes of job $job" >&2
+    local pids
+    pids=$(for p in $(pgrep -f .); do
+      tr '\0' '\n' 2>/dev/null <"/proc/$p/environ" | grep -qx "SLURM_JOB_ID=$job" && echo "$p"
+    done | paste -sd,)
+    [ -n "$pids" ] && ps -o pid,ppid,stat,etime,wchan:24,args -p "$pids" >&2
+  fi
+  return 0
+}
+
 cancel_all() { scancel --full --quiet -u "$(id -un)" 2>/dev/null || true; }
 
 # Polls a shell condition for up to $1 seconds.
@@ -55,7 +77,7 @@ wait_until() {
 job_pids() {
   local pid
   for pid in $(pgrep -x "$2"); do
-    tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null | grep -qx "SLURM_JOB_ID=$1" && echo "$pid"
+    tr '\0' '\n' 2>/dev/null <"/proc/$pid/environ" | grep -qx "SLURM_JOB_ID=$1" && echo "$pid"
   done
   return 0
 }

@@ -14,6 +14,7 @@ setup_file() {
 setup() { cd "$BATS_TEST_TMPDIR"; }
 
 teardown() {
+  show_on_failure out.txt
   cancel_all
   wait_until 60 '[ -z "$(sinfo -h -N -o "%T" | grep -vx idle)" ]'
 }
