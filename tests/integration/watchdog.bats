@@ -81,3 +81,16 @@ check_hang() {
   grep -q "timeout=302 heartbeat=302 torch=3 nccl=1" out.txt
   ! grep -q "hang" out.txt
 }
+
+@test "under the job-level launcher (dlrun in the batch script) a hung rank is restarted inside the allocation" {
+  job=$(submit -N2 --ntasks-per-node=1 --dl-watchdog=4s -o out.txt --wrap \
+    "$DLRUN $TRAINER --steps 12 --step-ms 50 --hang-rank 1 --hang-at-step 6")
+  wait_state "$job" COMPLETED 120
+  grep -q "rank 1 hung (no step for 4s, --dl-watchdog); report: .*: stopping all ranks" out.txt
+  [ -f "$(hang_report)" ]
+  grep -q "^=== rank 1 on .*: collected with gdb ===" "$(hang_report)"
+  grep -q 'restart 1 inside the allocation' out.txt
+  [ "$(job_field "$job" Restarts)" = 0 ]
+  grep -q "start rank=1 world=2 restart=1" out.txt
+  grep -q "done rank=1 step=12" out.txt
+}
