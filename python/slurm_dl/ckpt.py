@@ -104,7 +104,20 @@ def _dims(values):
     return (ctypes.c_uint64 * len(values))(*[int(v) for v in values])
 
 
-class Saver:
+class _Closing:
+    """A handle closed by close(), at the end of a with block, or when collected."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        self.close()
+
+
+class Saver(_Closing):
     """Saves this rank's checkpoints (dl::ckpt::Checkpointer). `dir` overrides DL_CKPT_DIR."""
 
     def __init__(self, dir=None):
@@ -158,15 +171,6 @@ class Saver:
             self._handle = ctypes.c_void_p()
             self._keep = []
 
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-    def __del__(self):
-        self.close()
-
 
 def latest_valid(dir):
     """The newest checkpoint in `dir` that verifies (quick check), or None."""
@@ -175,7 +179,7 @@ def latest_valid(dir):
     return path.value.decode() or None
 
 
-class Checkpoint:
+class Checkpoint(_Closing):
     """One checkpoint (a step directory) opened for reading; reads verify checksums."""
 
     def __init__(self, path):
@@ -220,12 +224,3 @@ class Checkpoint:
         if self._handle:
             _lib().dl_ckpt_reader_close(self._handle)
             self._handle = ctypes.c_void_p()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-    def __del__(self):
-        self.close()

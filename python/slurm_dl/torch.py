@@ -107,14 +107,6 @@ _TORCH_DTYPES = {
         lambda a: torch.view_as_complex(torch.from_numpy(a)),
     ),
 }
-_NUMPY_STORED = {
-    np.dtype(np.float16): "f16",
-    np.dtype(np.float32): "f32",
-    np.dtype(np.float64): "f64",
-    np.dtype(np.int32): "i32",
-    np.dtype(np.int64): "i64",
-    np.dtype(np.uint8): "u8",
-}
 
 
 def _dtype_name(dtype):
