@@ -60,6 +60,16 @@ def main():
             os.replace(tmp, args.snapshot)
             print(f"rank 0: snapshot saved at epoch {epochs} ({why})", flush=True)
 
+    def shut_down():
+        # torch 1.13 can deadlock here (pytorch/pytorch#56297): the process group dies with
+        # the DDP model, its destructor waits with the GIL held for the gloo worker that
+        # finishes the last all_reduce, and that worker needs the GIL if it holds the last
+        # reference to a tensor Python created. So the model (and with it the group) goes
+        # while `stop`, the last collective's tensor, is still alive.
+        nonlocal ddp
+        dist.destroy_process_group()
+        ddp = None
+
     for epoch in range(epochs_run, args.total_epochs):
         sampler.set_epoch(epoch)
         for source, targets in loader:
@@ -74,12 +84,12 @@ def main():
         if stop.item():
             save(epoch + 1, "SIGTERM")
             dist.barrier()
-            dist.destroy_process_group()
+            shut_down()
             return
         if (epoch + 1) % args.save_every == 0:
             save(epoch + 1, "every %d epochs" % args.save_every)
     print(f"rank {rank}: trained {args.total_epochs} epochs", flush=True)
-    dist.destroy_process_group()
+    shut_down()
 
 
 if __name__ == "__main__":
