@@ -25,6 +25,7 @@
 #include "core/sysio.h"
 #include "exp/journal.h"
 #include "exp/plot.h"
+#include "exp/search_driver.h"
 #include "exp/serve_page.h"
 #include "exp/store.h"
 #include "exp/tensorboard.h"
@@ -229,8 +230,14 @@ class Tool {
         write_file_durably(file, text);
         curves.push_back({trial, file});
       }
+      // A search's rungs (dl-search), when the metric is the one it ranks by.
+      std::vector<RungMark> rungs;
+      if (file_type(search::spec_path(root_, experiment)) == FileType::file) {
+        const json status = search::status(root_, experiment);
+        if (status["searcher"]["metric"] == metric) rungs = rung_marks(status);
+      }
       const std::string script = join(tmp, "plot.gp");
-      write_file_durably(script, plot_script(experiment, metric, curves, output));
+      write_file_durably(script, plot_script(experiment, metric, curves, output, rungs));
       run_gnuplot(script);
     } catch (...) {
       remove_tree(tmp);
