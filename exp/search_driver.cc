@@ -461,6 +461,9 @@ class Driver {
         if (live) {
           say(fmt::format("{}: stop requested (dl-search stop); its checkpoints are kept", trial));
           feed({{Event::Kind::stopped, trial, 0, 0, "stopped by dl-search stop"}});
+          // Fault injection for the tests: die like `kill -9` between the record of the
+          // stop and the cancel of its job, which a restarted driver must then do.
+          if (std::getenv("DL_SEARCH_KILL_AFTER_STOP") != nullptr) ::raise(SIGKILL);
         }
         act_on_jobs(trial, "cancel");
       } else if (what == "paused") {
@@ -660,8 +663,9 @@ class Driver {
     jobs_[op.index] = job;
     trial_event(op.trial, "submitted",
                 fmt::format("job {}: rung {}, {} steps ({})", job, op.rung, op.budget, op.reason));
-    say(fmt::format("{}: job {} ({} to rung {}, {} steps; {}) {}", op.trial, job, op_name(op.kind),
-                    op.rung, op.budget, op.reason, op.hparams.dump()));
+    say(fmt::format("{}: job {} ({} to rung {}, {} steps; {}) {}{}", op.trial, job,
+                    op_name(op.kind), op.rung, op.budget, op.reason, op.hparams.dump(),
+                    paused(op.trial) ? " held (paused)" : ""));
   }
 
   // Records the events, then hands them to the searcher (the journal first: a restart
