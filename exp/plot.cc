@@ -102,8 +102,11 @@ std::string plot_script(const std::string& experiment, const std::string& metric
     if (!r.promoted.empty()) text += "\npromoted " + names(r.promoted);
     if (!r.stopped.empty()) text += "\nstopped " + names(r.stopped);
     if (!r.completed.empty()) text += "\ncompleted " + names(r.completed);
-    s += fmt::format("set label {} at {}, graph {:.2f} left offset 0.5,0 font ',8' noenhanced\n",
-                     dquoted(text), x, 0.97 - 0.16 * (r.rung % 4));
+    // The last rung's line is the curves' right end: its label goes to the left of it.
+    const bool last = &r == &rungs.back() && rungs.size() > 1;
+    s +=
+        fmt::format("set label {} at {}, graph {:.2f} {} font ',8' noenhanced\n", dquoted(text), x,
+                    0.97 - 0.16 * (r.rung % 4), last ? "right offset -0.5,0" : "left offset 0.5,0");
     for (const auto& p : r.promoted) {
       if (p.value) promoted += fmt::format("{} {:.17g}\n", x, *p.value);
     }

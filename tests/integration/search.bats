@@ -8,7 +8,7 @@
 # stop; the driver as a batch job (--as-job); a trial preempted by a `high` job is
 # requeued, resumes from its own checkpoint and is counted once; one trial paused
 # (checkpointed, held), resumed from its checkpoint, another stopped across a driver
-# kill -9; only the owner may; `dl-exp plot` marks the rungs.
+# kill -9; only the owner may; `dl-exp plot` and `dl-exp serve`'s page mark the rungs.
 
 load helpers
 
@@ -28,6 +28,7 @@ setup() {
 
 teardown() {
   if [ -f driver.pid ]; then kill -9 "$(cat driver.pid)" 2>/dev/null || true; fi
+  if [ -f serve.pid ]; then kill "$(cat serve.pid)" 2>/dev/null || true; fi
   cancel_all
 }
 
@@ -131,6 +132,26 @@ stopped0 = [t["id"] for t in d["trials"] if t["rung"] == 0 and t["state"] == "st
 assert "promoted " + " ".join(promoted0[:6]) in text, (promoted0, text)
 assert "stopped " + " ".join(stopped0[:6]) in text, (stopped0, text)
 assert "completed " + d["best"] in text, text
+EOF
+  # The web page marks them too, on the curve of the metric they rank by.
+  port=$((${DL_MINICLUSTER_PORT_BASE:-6800} + 91))
+  dl-exp serve --port "$port" 2>serve.txt 3>&- &
+  echo $! >serve.pid
+  wait_until 20 "curl -sf http://127.0.0.1:$port/api/experiments >/dev/null"
+  curl -sf "http://127.0.0.1:$port/api/rungs/$EXP" >rungs.json
+  timeout 60 chromium --headless --no-sandbox --disable-gpu --virtual-time-budget=5000 \
+    --dump-dom "http://127.0.0.1:$port/?exp=$EXP" 2>/dev/null >dom.html
+  python3 - <<'EOF'
+import json, re
+d = json.load(open("status.json"))
+r = json.load(open("rungs.json"))
+assert r["metric"] == "loss" and [x["budget"] for x in r["rungs"]] == d["rungs"], r
+promoted0 = [t["id"] for t in d["trials"] if t["rung"] > 0]
+assert [p["trial"] for p in r["rungs"][0]["promoted"]] == promoted0, (r, promoted0)
+page = re.findall(r'<g data-rung="(\d+)" data-promoted="([^"]*)" data-stopped="([^"]*)">', open("dom.html").read())
+assert [int(g[0]) for g in page] == [0, 1, 2], page
+assert page[0][1] == " ".join(promoted0), (page, promoted0)
+assert "rung 0: 2 steps" in open("dom.html").read()
 EOF
 }
 
