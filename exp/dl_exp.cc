@@ -25,6 +25,7 @@
 #include "core/sysio.h"
 #include "exp/journal.h"
 #include "exp/plot.h"
+#include "exp/search_driver.h"
 #include "exp/serve_page.h"
 #include "exp/store.h"
 #include "exp/tensorboard.h"
@@ -195,6 +196,32 @@ class Tool {
         {"id", experiment}, {"trial", trial}, {"logs", s.logs(trial)}, {"events", s.events(trial)}};
   }
 
+  // A search's rungs (dl-search) as `dl-exp plot` marks them, for the web page: the
+  // metric they rank by and, per rung, its budget and the trials promoted, stopped and
+  // completed there with their values. Empty for an experiment that is not a search.
+  json rungs(const std::string& experiment) {
+    open(experiment);
+    json out = {{"id", experiment}, {"metric", nullptr}, {"rungs", json::array()}};
+    if (file_type(search::spec_path(root_, experiment)) != FileType::file) return out;
+    const json status = search::status(root_, experiment);
+    out["metric"] = status["searcher"]["metric"];
+    auto points = [](const std::vector<RungPoint>& list) {
+      json a = json::array();
+      for (const auto& p : list) {
+        a.push_back({{"trial", p.trial}, {"value", p.value ? json(*p.value) : json(nullptr)}});
+      }
+      return a;
+    };
+    for (const auto& r : rung_marks(status)) {
+      out["rungs"].push_back({{"rung", r.rung},
+                              {"budget", r.budget},
+                              {"promoted", points(r.promoted)},
+                              {"stopped", points(r.stopped)},
+                              {"completed", points(r.completed)}});
+    }
+    return out;
+  }
+
   // Curves of `metric` (default: the first metric name) per trial, drawn by gnuplot.
   void plot(const std::string& experiment, std::string metric, const std::string& output) {
     plot_terminal(output);
@@ -229,8 +256,14 @@ class Tool {
         write_file_durably(file, text);
         curves.push_back({trial, file});
       }
+      // A search's rungs (dl-search), when the metric is the one it ranks by.
+      std::vector<RungMark> rungs;
+      if (file_type(search::spec_path(root_, experiment)) == FileType::file) {
+        const json status = search::status(root_, experiment);
+        if (status["searcher"]["metric"] == metric) rungs = rung_marks(status);
+      }
       const std::string script = join(tmp, "plot.gp");
-      write_file_durably(script, plot_script(experiment, metric, curves, output));
+      write_file_durably(script, plot_script(experiment, metric, curves, output, rungs));
       run_gnuplot(script);
     } catch (...) {
       remove_tree(tmp);
@@ -341,6 +374,8 @@ void serve(Tool& tool, const std::string& bind, int port) {
   server.Get(R"(/api/metrics/([^/]+))", api([&](const httplib::Request& req) {
                return tool.metrics(req.matches[1], std::nullopt);
              }));
+  server.Get(R"(/api/rungs/([^/]+))",
+             api([&](const httplib::Request& req) { return tool.rungs(req.matches[1]); }));
   server.Get(R"(/api/logs/([^/]+)/([^/]+))", api([&](const httplib::Request& req) {
                return tool.logs(req.matches[1], req.matches[2]);
              }));

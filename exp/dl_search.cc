@@ -2,7 +2,7 @@
 //   dl-search submit FILE.yaml [--as-job]   check the file, create the experiment, drive it
 //   dl-search drive EXP                      (re)start the driver of an experiment
 //   dl-search status EXP [--json]            trials, rungs, best trial
-//   dl-search pause|resume|stop EXP
+//   dl-search pause|resume|stop EXP [TRIAL]   the whole search, or one trial
 // Exit codes: 0; 2 for bad input (the file, an unknown experiment); 1 when it failed.
 #include <fmt/format.h>
 #include <unistd.h>
@@ -58,10 +58,14 @@ void print_status(const json& s) {
     for (const auto& [rung, v] : t["rung_values"].items()) {
       values += (values.empty() ? "" : " ") + rung + ":" + fmt::format("{:.4g}", v.get<double>());
     }
+    std::string state = t["state"].get<std::string>();
+    if (t.value("control", std::string()) == "paused" &&
+        (state == "running" || state == "waiting")) {
+      state = "paused";
+    }
     std::printf("%-6s %-10s %-5d %-9d %-30s %s\n", t["id"].get<std::string>().c_str(),
-                t["state"].get<std::string>().c_str(), t["rung"].get<int>(),
-                t["restarts"].get<int>(), values.empty() ? "-" : values.c_str(),
-                t["hparams"].dump().c_str());
+                state.c_str(), t["rung"].get<int>(), t["restarts"].get<int>(),
+                values.empty() ? "-" : values.c_str(), t["hparams"].dump().c_str());
   }
   std::printf("BEST %s\n",
               s["best"].get<std::string>().empty() ? "-" : s["best"].get<std::string>().c_str());
@@ -93,13 +97,19 @@ int main_impl(int argc, char** argv) {
   auto* status_cmd = app.add_subcommand("status", "the search's trials, rungs and best trial");
   status_cmd->add_option("experiment", experiment)->required();
   status_cmd->add_flag("--json", json_out);
+  std::string trial;
   CLI::App* control[3];
   const char* verbs[3] = {"pause", "resume", "stop"};
-  const char* helps[3] = {"hold the search: no new runs, pending ones held", "carry on after pause",
-                          "cancel every trial's job and end the search"};
+  const char* helps[3] = {
+      "hold the search (no new runs, pending ones held), or TRIAL alone (it checkpoints and "
+      "is held)",
+      "carry on after pause (the search, or TRIAL from its own checkpoint)",
+      "cancel every trial's job and end the search, or end TRIAL alone (its checkpoints "
+      "kept; the search goes on)"};
   for (int i = 0; i < 3; ++i) {
     control[i] = app.add_subcommand(verbs[i], helps[i]);
     control[i]->add_option("experiment", experiment)->required();
+    control[i]->add_option("trial", trial, "one trial of the search (t001, ...)");
   }
   try {
     app.parse(argc, argv);
@@ -146,8 +156,13 @@ int main_impl(int argc, char** argv) {
     }
     for (int i = 0; i < 3; ++i) {
       if (!control[i]->parsed()) continue;
-      request(env_root, experiment, i == 0 ? "paused" : i == 1 ? "resume" : "stopped");
-      std::fprintf(stderr, "dl-search: %s requested for '%s'\n", verbs[i], experiment.c_str());
+      request(env_root, experiment, i == 0 ? "paused" : i == 1 ? "resume" : "stopped", trial);
+      if (trial.empty()) {
+        std::fprintf(stderr, "dl-search: %s requested for '%s'\n", verbs[i], experiment.c_str());
+      } else {
+        std::fprintf(stderr, "dl-search: %s requested for trial '%s' of '%s'\n", verbs[i],
+                     trial.c_str(), experiment.c_str());
+      }
     }
     return 0;
   } catch (const InputError& e) {

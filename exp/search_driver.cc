@@ -3,8 +3,10 @@
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <poll.h>
+#include <pwd.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -156,7 +158,7 @@ std::vector<json> records_of(const std::string& path) {
 }
 
 json event_json(const Event& e) {
-  static const char* kinds[] = {"created", "started", "reported", "finished", "failed"};
+  static const char* kinds[] = {"created", "started", "reported", "finished", "failed", "stopped"};
   return {{"kind", kinds[static_cast<int>(e.kind)]},
           {"trial", e.trial},
           {"step", e.step},
@@ -165,11 +167,10 @@ json event_json(const Event& e) {
 }
 
 Event event_of(const json& j) {
-  static const std::map<std::string, Event::Kind> kinds = {{"created", Event::Kind::created},
-                                                           {"started", Event::Kind::started},
-                                                           {"reported", Event::Kind::reported},
-                                                           {"finished", Event::Kind::finished},
-                                                           {"failed", Event::Kind::failed}};
+  static const std::map<std::string, Event::Kind> kinds = {
+      {"created", Event::Kind::created},   {"started", Event::Kind::started},
+      {"reported", Event::Kind::reported}, {"finished", Event::Kind::finished},
+      {"failed", Event::Kind::failed},     {"stopped", Event::Kind::stopped}};
   Event e;
   e.kind = kinds.at(j.at("kind").get<std::string>());
   e.trial = j.at("trial").get<std::string>();
@@ -215,6 +216,64 @@ std::vector<QueueEntry> queue() {
     if (f.size() >= 4) out.push_back({f[0], f[1], f[2], f[3]});
   }
   return out;
+}
+
+// The pause/resume/stop requests (control.*.jsonl): the newest for the experiment, and per
+// trial the newest (a stop is final), each as running, paused or stopped.
+struct Controls {
+  std::string experiment = "running";
+  std::map<std::string, std::string> trials;
+};
+
+Controls read_controls(const std::string& dir) {
+  Controls c;
+  double newest = -1;
+  std::map<std::string, double> newest_of;
+  for (const auto& path : journals_of(dir, "control")) {
+    for (const auto& rec : records_of(path)) {
+      if (rec.value("kind", std::string()) != "control") continue;
+      const double t = rec.value("time", 0.0);
+      std::string what = rec.value("what", std::string("running"));
+      if (what == "resume") what = "running";
+      const std::string trial = rec.value("trial", std::string());
+      if (trial.empty()) {
+        if (t >= newest) {
+          newest = t;
+          c.experiment = what;
+        }
+        continue;
+      }
+      auto& now = c.trials[trial];
+      if (now == "stopped") continue;
+      if (what == "stopped" || newest_of.count(trial) == 0 || t >= newest_of[trial]) {
+        now = what;
+        newest_of[trial] = t;
+      }
+    }
+  }
+  return c;
+}
+
+// Only the user who owns the experiment's directory may pause, resume or stop it (in a
+// shared root, 1777, everyone else's requests are refused here, before anything is read).
+void check_owner(const std::string& root, const std::string& experiment) {
+  const std::string dir = experiment_dir(root, experiment);
+  struct stat st;
+  if (::lstat(dir.c_str(), &st) != 0) {
+    if (errno == ENOENT) return;  // load_experiment names it
+    throw SystemError(fmt::format("couldn't stat {}: {}", dir, std::strerror(errno)));
+  }
+  if (st.st_uid == ::geteuid()) return;
+  std::string owner = std::to_string(st.st_uid);
+  std::vector<char> buf(16384);
+  passwd pw;
+  passwd* found = nullptr;
+  if (::getpwuid_r(st.st_uid, &pw, buf.data(), buf.size(), &found) == 0 && found != nullptr) {
+    owner = fmt::format("{} (uid {})", found->pw_name, st.st_uid);
+  }
+  throw InputError(fmt::format(
+      "experiment '{}' in {} belongs to {}; only its owner can pause, resume or stop it",
+      experiment, root, owner));
 }
 
 }  // namespace
@@ -274,25 +333,55 @@ Replay replay(const std::string& root, const Experiment& e, Searcher& searcher) 
       }
     }
   }
-  double newest = -1;
-  for (const auto& path : journals_of(dir, "control")) {
-    for (const auto& rec : records_of(path)) {
-      if (rec.value("kind", std::string()) != "control") continue;
-      const double t = rec.value("time", 0.0);
-      if (t >= newest) {
-        newest = t;
-        r.control = rec.value("what", std::string("running"));
-      }
-    }
-  }
-  if (r.control == "resume") r.control = "running";
+  const Controls c = read_controls(dir);
+  r.control = c.experiment;
+  r.trial_control = c.trials;
   return r;
 }
 
-void request(const std::string& root, const std::string& experiment, const std::string& what) {
-  load_experiment(root, experiment);
+void request(const std::string& root, const std::string& experiment, const std::string& what,
+             const std::string& trial) {
+  validate_name("experiment", experiment);
+  check_owner(root, experiment);
+  const Experiment e = load_experiment(root, experiment);
+  json rec = {{"kind", "control"}, {"what", what}, {"time", now_seconds()}};
+  if (!trial.empty()) {
+    const std::string verb = what == "paused" ? "pause" : what == "resume" ? "resume" : "stop";
+    Searcher s(e.searcher);
+    const Replay r = replay(root, e, s);
+    const Trial* t = s.find(trial);
+    if (t == nullptr) {
+      std::string known;
+      for (const auto& x : s.trials()) known += (known.empty() ? "" : ", ") + x.id;
+      throw InputError(fmt::format("{}: unknown trial '{}' in search '{}' (trials: {})", verb,
+                                   trial, experiment, known.empty() ? "none yet" : known));
+    }
+    if (r.finished) {
+      throw InputError(fmt::format("{}: search '{}' is over; trial '{}' is {}", verb, experiment,
+                                   trial, state_name(t->state)));
+    }
+    const auto it = r.trial_control.find(trial);
+    const std::string now = it == r.trial_control.end() ? "running" : it->second;
+    if (now == "stopped" || (t->state != TrialState::running && t->state != TrialState::waiting)) {
+      throw InputError(fmt::format(
+          "{}: trial '{}' of search '{}' is {}; only a running or waiting trial can be {}", verb,
+          trial, experiment, now == "stopped" ? "stopped" : state_name(t->state),
+          what == "paused"   ? "paused"
+          : what == "resume" ? "resumed"
+                             : "stopped"));
+    }
+    if (what == "resume" && now != "paused") {
+      throw InputError(
+          fmt::format("resume: trial '{}' of search '{}' is not paused", trial, experiment));
+    }
+    if (what == "paused" && now == "paused") {
+      throw InputError(
+          fmt::format("pause: trial '{}' of search '{}' is paused already", trial, experiment));
+    }
+    rec["trial"] = trial;
+  }
   JournalWriter w(journals_dir(root, experiment), "control");
-  w.append({{"kind", "control"}, {"what", what}, {"time", now_seconds()}}, true);
+  w.append(rec, true);
 }
 
 namespace {
@@ -324,14 +413,15 @@ class Driver {
     reconcile();
     std::string control = r.control;
     for (;;) {
-      const std::string now = replay_control();
-      if (now != control) {
-        control = now;
+      const Controls now = read_controls(journals_dir(root_, e_.name));
+      if (now.experiment != control) {
+        control = now.experiment;
         say(fmt::format("search '{}': {}", e_.name, control));
         if (control == "paused") hold_pending(true);
         if (control == "running") hold_pending(false);
       }
       if (control == "stopped") return stop_all();
+      apply_trial_controls(now.trials);
       watch();
       if (control == "running" && execute()) return 0;
       std::this_thread::sleep_for(
@@ -349,19 +439,80 @@ class Driver {
     append({{"kind", "event"}, {"trial", trial}, {"event", kind}, {"reason", reason}});
   }
 
-  std::string replay_control() {
-    double newest = -1;
-    std::string control = "running";
-    for (const auto& path : journals_of(journals_dir(root_, e_.name), "control")) {
-      for (const auto& rec : records_of(path)) {
-        const double t = rec.value("time", 0.0);
-        if (rec.value("kind", std::string()) == "control" && t >= newest) {
-          newest = t;
-          control = rec.value("what", std::string("running"));
+  bool paused(const std::string& trial) const {
+    const auto it = trial_control_.find(trial);
+    return it != trial_control_.end() && it->second == "paused";
+  }
+
+  // The requests about single trials, each carried out once per driver (again after a
+  // restart: holding a held job, cancelling an ended one change nothing). A stop is an
+  // event in the journal before its job is cancelled, so a driver killed in between
+  // replays the stop and cancels the job when it starts again.
+  void apply_trial_controls(const std::map<std::string, std::string>& wanted) {
+    for (const auto& [trial, what] : wanted) {
+      std::string& have = trial_control_[trial];
+      if (have == what) continue;
+      const std::string before = have;
+      have = what;
+      const Trial* t = searcher_.find(trial);
+      if (t == nullptr) continue;
+      const bool live = t->state == TrialState::running || t->state == TrialState::waiting;
+      if (what == "stopped") {
+        if (live) {
+          say(fmt::format("{}: stop requested (dl-search stop); its checkpoints are kept", trial));
+          feed({{Event::Kind::stopped, trial, 0, 0, "stopped by dl-search stop"}});
+          // Fault injection for the tests: die like `kill -9` between the record of the
+          // stop and the cancel of its job, which a restarted driver must then do.
+          if (std::getenv("DL_SEARCH_KILL_AFTER_STOP") != nullptr) ::raise(SIGKILL);
+        }
+        act_on_jobs(trial, "cancel");
+      } else if (what == "paused") {
+        if (!live) continue;
+        // As a preemption: a running job checkpoints (Slurm's SIGTERM, dlrun's checkpoint
+        // round) and is requeued held; a pending one is held; a run not yet submitted
+        // is submitted held.
+        act_on_jobs(trial, "hold");
+        trial_event(trial, "paused", "dl-search pause: checkpointed and held");
+        say(fmt::format("{}: paused (dl-search pause)", trial));
+      } else {
+        act_on_jobs(trial, "release");
+        held_.erase(trial);
+        if (before == "paused" && live) {
+          trial_event(trial, "requeued", "dl-search resume: released");
+          say(fmt::format("{}: resumed (dl-search resume)", trial));
         }
       }
     }
-    return control == "resume" ? "running" : control;
+  }
+
+  // Cancels, holds or releases the active jobs of `trial`'s runs.
+  void act_on_jobs(const std::string& trial, const std::string& action) {
+    std::set<std::string> mine;
+    for (const auto& op : ops_) {
+      const auto it = jobs_.find(op.index);
+      if (op.trial == trial && it != jobs_.end() && !it->second.empty()) mine.insert(it->second);
+    }
+    if (mine.empty()) return;
+    for (const auto& entry : queue()) {
+      if (mine.count(entry.job) == 0 || !active_state(entry.state)) continue;
+      std::vector<std::string> argv;
+      if (action == "cancel") {
+        argv = {"scancel", entry.job};
+      } else if (action == "hold") {
+        if (entry.state == "RUNNING" || entry.state == "CONFIGURING") {
+          argv = {"scontrol", "requeuehold", entry.job};
+        } else if (entry.state == "PENDING") {
+          argv = {"scontrol", "hold", entry.job};
+        }
+      } else if (entry.state == "PENDING") {
+        argv = {"scontrol", "release", entry.job};
+      }
+      if (argv.empty()) continue;
+      const Output o = run_command(argv);
+      if (o.status != 0) {
+        say(fmt::format("{}: {} {} {}: {}", trial, argv[0], argv[1], entry.job, trim(o.err)));
+      }
+    }
   }
 
   // Operations whose intent was recorded but not their job: the job is found by its
@@ -486,6 +637,7 @@ class Driver {
       argv.push_back(fmt::format("--time-min={}", *tm));
     }
     for (const auto& o : e_.sbatch) argv.push_back(o);
+    if (paused(op.trial)) argv.push_back("--hold");  // dl-search pause EXP TRIAL
     argv.push_back("--wrap");
     argv.push_back(e_.command);
     const std::vector<std::string> env = {
@@ -511,8 +663,9 @@ class Driver {
     jobs_[op.index] = job;
     trial_event(op.trial, "submitted",
                 fmt::format("job {}: rung {}, {} steps ({})", job, op.rung, op.budget, op.reason));
-    say(fmt::format("{}: job {} ({} to rung {}, {} steps; {}) {}", op.trial, job, op_name(op.kind),
-                    op.rung, op.budget, op.reason, op.hparams.dump()));
+    say(fmt::format("{}: job {} ({} to rung {}, {} steps; {}) {}{}", op.trial, job,
+                    op_name(op.kind), op.rung, op.budget, op.reason, op.hparams.dump(),
+                    paused(op.trial) ? " held (paused)" : ""));
   }
 
   // Records the events, then hands them to the searcher (the journal first: a restart
@@ -536,6 +689,7 @@ class Driver {
       } else if (t->state == TrialState::failed) {
         trial_event(t->id, "failed", t->reason);
       }
+      if (e.kind == Event::Kind::stopped) continue;  // said by apply_trial_controls
       if (e.kind == Event::Kind::failed) {
         say(fmt::format("{}: run failed ({}); now {}", t->id, e.reason, state_name(t->state)));
       } else if (!t->rung_values.empty()) {
@@ -567,9 +721,14 @@ class Driver {
         }
       }
       if (active_state(state)) {
+        if (paused(op.trial) && state == "PENDING" && held_.insert(op.trial).second) {
+          // After the run's own events (its checkpoint, its stop): dl-exp shows it paused.
+          trial_event(op.trial, "paused", fmt::format("dl-search pause: job {} held", job));
+        }
         // dlrun holds a job whose restarts are used up: that run failed.
         if (state != "PENDING" ||
-            (reason != "job_requeued_in_held_state" && reason != "job requeued in held state")) {
+            (reason != "job_requeued_in_held_state" && reason != "job requeued in held state") ||
+            paused(op.trial)) {
           continue;
         }
         run_command({"scancel", job});
@@ -601,7 +760,11 @@ class Driver {
   // GPUs back); resume releases them.
   void hold_pending(bool hold) {
     std::set<std::string> ours;
-    for (const auto& [op, job] : jobs_) ours.insert(job);
+    for (const auto& op : ops_) {
+      const auto it = jobs_.find(op.index);
+      // A trial paused by itself stays held when the search resumes.
+      if (it != jobs_.end() && (hold || !paused(op.trial))) ours.insert(it->second);
+    }
     for (const auto& entry : queue()) {
       if (ours.count(entry.job) == 0 || entry.state != "PENDING") continue;
       run_command({"scontrol", hold ? "hold" : "release", entry.job});
@@ -637,6 +800,8 @@ class Driver {
   std::map<std::int64_t, double> intent_;
   std::map<std::int64_t, std::string> jobs_;
   std::map<std::int64_t, bool> done_;
+  std::map<std::string, std::string> trial_control_;  // the requests carried out (this run)
+  std::set<std::string> held_;                        // paused trials whose job was seen held
   int sbatch_calls_ = 0;
   int kill_after_sbatch_ = [] {
     const char* n = std::getenv("DL_SEARCH_KILL_AFTER_SBATCH");
@@ -660,6 +825,10 @@ json status(const std::string& root, const std::string& experiment) {
   out["searcher"] = to_json(e)["searcher"];
   out["control"] = r.control;
   out["finished"] = r.finished;
+  for (auto& t : out["trials"]) {
+    const auto it = r.trial_control.find(t["id"].get<std::string>());
+    t["control"] = it == r.trial_control.end() ? "running" : it->second;
+  }
   std::string lock;
   try {
     lock = read_file(join(experiment_dir(root, experiment), "search.lock"), 4096);

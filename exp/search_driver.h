@@ -42,11 +42,20 @@ struct Replay {
   std::map<std::int64_t, bool> done;         // stop and complete ops carried out
   std::string control = "running";           // running, paused or stopped (newest request)
   bool finished = false;                     // the driver recorded the end of the search
+  // Requests about single trials: trial -> running, paused or stopped (its newest; a
+  // stop is final).
+  std::map<std::string, std::string> trial_control;
 };
 Replay replay(const std::string& root, const Experiment& e, Searcher& searcher);
 
-// Appends a pause, resume or stop request for the driver (a journal of its own).
-void request(const std::string& root, const std::string& experiment, const std::string& what);
+// Appends a pause ("paused"), resume ("resume") or stop ("stopped") request for the
+// driver (a journal of its own), for the whole experiment or, with `trial`, for one trial.
+// Only the experiment's owner may (an InputError naming the owner otherwise). A trial
+// request is checked against the journal first: an unknown trial is an InputError naming
+// it and the trials that exist; so is a trial that has ended (pause, stop) or is not
+// paused (resume). Nothing is written after a refusal.
+void request(const std::string& root, const std::string& experiment, const std::string& what,
+             const std::string& trial = "");
 
 struct DriveOptions {
   double poll_seconds = 0.5;

@@ -273,10 +273,21 @@ void Searcher::schedule(std::vector<Op>& out) {
 std::vector<Op> Searcher::handle(const Event& e) {
   std::vector<Op> out;
   Trial* t = find_mut(e.trial);
+  if (t != nullptr && e.kind == Event::Kind::stopped &&
+      (t->state == TrialState::running || t->state == TrialState::waiting)) {
+    // As a trial ASHA did not promote: its place goes to the next promotion or trial.
+    t->state = TrialState::stopped;
+    t->last_step.reset();
+    t->reason = e.reason;
+    out.push_back(emit({Op::Kind::stop, 0, t->id, nullptr, 0, t->rung, t->reason}));
+    schedule(out);
+    return out;
+  }
   if (t == nullptr || t->state != TrialState::running) return out;
   switch (e.kind) {
     case Event::Kind::created:
-    case Event::Kind::started: return out;
+    case Event::Kind::started:
+    case Event::Kind::stopped: return out;
     case Event::Kind::reported:
       if (e.step < rungs_[static_cast<std::size_t>(t->rung)] &&
           (!t->last_step || e.step >= *t->last_step) && std::isfinite(e.value)) {

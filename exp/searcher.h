@@ -85,12 +85,14 @@ nlohmann::json sample(const std::vector<Param>& space, Rng& rng);
 std::vector<nlohmann::json> grid(const std::vector<Param>& space, std::size_t limit);
 
 struct Event {
-  enum class Kind { created, started, reported, finished, failed };
+  // stopped: the user stopped the trial (`dl-search stop EXP TRIAL`); it keeps its rung
+  // values and checkpoints, never runs again, and the search goes on without it.
+  enum class Kind { created, started, reported, finished, failed, stopped };
   Kind kind = Kind::reported;
   std::string trial;
   std::int64_t step = 0;  // reported: the step the value belongs to
   double value = 0;       // reported: the metric
-  std::string reason;     // failed: why
+  std::string reason;     // failed, stopped: why
 };
 
 struct Op {

@@ -6,7 +6,9 @@
 # a lost result; a trial that always fails is retried, then failed, and the search goes
 # on; a bad file is rejected with file, line and reason, nothing queued; pause, resume,
 # stop; the driver as a batch job (--as-job); a trial preempted by a `high` job is
-# requeued, resumes from its own checkpoint and is counted once.
+# requeued, resumes from its own checkpoint and is counted once; one trial paused
+# (checkpointed, held), resumed from its checkpoint, another stopped across a driver
+# kill -9; only the owner may; `dl-exp plot` and `dl-exp serve`'s page mark the rungs.
 
 load helpers
 
@@ -26,6 +28,7 @@ setup() {
 
 teardown() {
   if [ -f driver.pid ]; then kill -9 "$(cat driver.pid)" 2>/dev/null || true; fi
+  if [ -f serve.pid ]; then kill "$(cat serve.pid)" 2>/dev/null || true; fi
   cancel_all
 }
 
@@ -53,8 +56,10 @@ runs = [o for o in status["operations"] if o["kind"] in ("create", "resume")]
 names = collections.Counter(j[0] for j in jobs)
 assert max(names.values()) == 1, names  # no run submitted twice
 assert sorted(names) == sorted("dls.%s.%s.%d" % (exp, o["trial"], o["index"]) for o in runs), (names, runs)
-assert all(j[2] == "COMPLETED" for j in jobs), jobs
 trials = {t["id"]: t for t in status["trials"]}
+# Trials stopped by `dl-search stop EXP TRIAL`: their job cancelled, their steps cut short.
+by_user = {k for k, t in trials.items() if t["reason"] == "stopped by dl-search stop"}
+assert all(j[2] == "COMPLETED" or j[0].split(".")[2] in by_user for j in jobs), jobs
 assert all(t["state"] in ("completed", "stopped", "failed") for t in trials.values()), trials
 states = {t["id"]: t["state"] for t in show["trials"]}
 assert states == {k: t["state"] for k, t in trials.items()}, (states, trials)
@@ -68,6 +73,9 @@ for tid, t in trials.items():
         continue
     s = steps[tid]
     assert len(s) == len(set(s)), (tid, sorted(s))  # each step once
+    if tid in by_user:
+        assert sorted(s) == list(range(len(s))), (tid, sorted(s), t)
+        continue
     assert sorted(s) == list(range(rungs[t["rung"]])), (tid, sorted(s), t)
 # Resumes: each promoted run started from a checkpoint of its own trial, at the step
 # after the previous rung's budget.
@@ -110,6 +118,41 @@ assert any(o["kind"] == "resume" and o["rung"] == 2 for o in d["operations"]), d
   [ "$status" -eq 0 ]
   run dl-search status "$EXP"
   [[ $output == *"RUNGS 2 4 8"*"STATE complete"* && $output == *"BEST t"* ]]
+  # The plot marks each rung's step (its budget - 1) and who was promoted or stopped there.
+  dl-exp plot "$EXP" -o plot.svg
+  python3 - <<'EOF'
+import json, re
+d = json.load(open("status.json"))
+svg = open("plot.svg").read()
+text = " ".join(re.findall(r">([^<>]*)<", svg))
+for k, budget in enumerate(d["rungs"]):
+    assert "rung %d: %d steps" % (k, budget) in text, (k, text)
+promoted0 = [t["id"] for t in d["trials"] if t["rung"] > 0]
+stopped0 = [t["id"] for t in d["trials"] if t["rung"] == 0 and t["state"] == "stopped"]
+assert "promoted " + " ".join(promoted0[:6]) in text, (promoted0, text)
+assert "stopped " + " ".join(stopped0[:6]) in text, (stopped0, text)
+assert "completed " + d["best"] in text, text
+EOF
+  # The web page marks them too, on the curve of the metric they rank by.
+  port=$((${DL_MINICLUSTER_PORT_BASE:-6800} + 91))
+  dl-exp serve --port "$port" 2>serve.txt 3>&- &
+  echo $! >serve.pid
+  wait_until 20 "curl -sf http://127.0.0.1:$port/api/experiments >/dev/null"
+  curl -sf "http://127.0.0.1:$port/api/rungs/$EXP" >rungs.json
+  timeout 60 chromium --headless --no-sandbox --disable-gpu --virtual-time-budget=5000 \
+    --dump-dom "http://127.0.0.1:$port/?exp=$EXP" 2>/dev/null >dom.html
+  python3 - <<'EOF'
+import json, re
+d = json.load(open("status.json"))
+r = json.load(open("rungs.json"))
+assert r["metric"] == "loss" and [x["budget"] for x in r["rungs"]] == d["rungs"], r
+promoted0 = [t["id"] for t in d["trials"] if t["rung"] > 0]
+assert [p["trial"] for p in r["rungs"][0]["promoted"]] == promoted0, (r, promoted0)
+page = re.findall(r'<g data-rung="(\d+)" data-promoted="([^"]*)" data-stopped="([^"]*)">', open("dom.html").read())
+assert [int(g[0]) for g in page] == [0, 1, 2], page
+assert page[0][1] == " ".join(promoted0), (page, promoted0)
+assert "rung 0: 2 steps" in open("dom.html").read()
+EOF
 }
 
 @test "search 2: the driver killed with SIGKILL mid-search (once between sbatch and its record) carries on: no duplicate, no loss" {
@@ -267,4 +310,153 @@ assert ev[1]["reason"].startswith("resumed from ") and ev[1]["reason"][13:] in c
   dl-search status "$EXP" --json | check_json '
 assert [(t["id"], t["state"], t["restarts"]) for t in d["trials"]] == [("t001", "completed", 0)], d["trials"]
 assert [o["kind"] for o in d["operations"] if o["kind"] in ("create", "resume")] == ["create"], d["operations"]'
+}
+
+# A search of 4 trials, 2 at a time, rungs of 8 and 16 steps at 0.5 s a step: long enough
+# to pause or stop a trial in the middle of a rung (4 s), also on a busy machine.
+slow_search() {
+  cat >slow.yaml <<EOF
+name: $EXP
+trial:
+  command: srun --mpi=pmix dlrun /usr/bin/python3 $DL_ROOT/examples/search_trainer.py --step-ms 500
+  sbatch: [--partition=low, --ntasks=1, --dl-preemptible, --dl-grace=30s, --dl-max-restarts=0]
+hyperparameters:
+  lr: {type: log, minval: 0.001, maxval: 1.0}
+  width: {type: int, minval: 1, maxval: 8}
+searcher:
+  name: asha
+  metric: loss
+  max_trials: 4
+  max_concurrent_trials: 2
+  divisor: 2
+  max_rungs: 2
+  budget: 16
+  seed: 3
+  max_restarts: 0
+EOF
+}
+
+# Whether trial $1 has reported step $2 or later.
+reached() {
+  dl-exp metrics "$EXP" "$1" --json 2>/dev/null | python3 -c 'import json, sys
+sys.exit(not any(m["step"] >= int(sys.argv[1]) for m in json.load(sys.stdin)["metrics"]))' "$2"
+}
+
+# The newest job of trial $1.
+job_of() { squeue -h --states=all --me -o '%i|%j' | sed -n "s/|dls\.$EXP\.$1\.[0-9]*\$//p" | tail -n 1; }
+
+@test "search 8: one trial paused (checkpointed, held) and resumed from its own checkpoint, one paused between rungs, another stopped across a driver kill -9; bad trial names refused" {
+  slow_search
+  # The first driver dies (SIGKILL) right after it recorded the stop below, before it
+  # cancelled the trial's job.
+  DL_SEARCH_KILL_AFTER_STOP=1 dl-search submit slow.yaml 2>driver.txt &
+  echo $! >driver.pid
+  wait_until 60 'grep -q "t002: job [0-9]* (create" driver.txt'
+  # A bad trial name: one message naming it and the trials there are; nothing written.
+  ls "$DL_EXP_ROOT/$EXP/journals" >before.txt
+  run dl-search pause "$EXP" t099
+  [ "$status" -eq 2 ]
+  [[ $output == "dl-search: pause: unknown trial 't099' in search '$EXP' (trials: t001, t002"*")" ]]
+  run dl-search resume "$EXP" t001
+  [ "$status" -eq 2 ]
+  [ "$output" = "dl-search: resume: trial 't001' of search '$EXP' is not paused" ]
+  ls "$DL_EXP_ROOT/$EXP/journals" | diff before.txt -
+  # Pause t001 in the middle of its rung: Slurm's SIGTERM, dlrun's checkpoint, requeued held.
+  job1=$(job_of t001)
+  wait_until 60 'reached t001 1'
+  dl-search pause "$EXP" t001
+  wait_until 60 '[ "$(job_field "$job1" JobState)" = PENDING ] && [ "$(job_field "$job1" Reason)" = job_requeued_in_held_state ]' ||
+    { cat driver.txt; scontrol show job "$job1"; false; }
+  grep -q "t001: paused (dl-search pause)" driver.txt
+  run dl-search status "$EXP"
+  [[ $output == *"t001   paused "* ]]
+  # Held, not failed: the search goes on without it (t002, then t003).
+  wait_until 60 'reached t003 1'
+  [ "$(job_field "$job1" JobState)" = PENDING ]
+  # Stop t003 in the middle of its rung; the driver dies before it cancelled the job, the
+  # next one replays the stop and cancels it.
+  dl-search stop "$EXP" t003
+  rc=0
+  wait "$(cat driver.pid)" || rc=$?
+  [ "$rc" -eq 137 ]
+  grep -q "t003: stop requested" driver.txt
+  [ "$(job_field "$(job_of t003)" JobState)" = RUNNING ]
+  dl-search drive "$EXP" 2>driver2.txt &
+  echo $! >driver.pid
+  wait_until 30 '[ "$(job_field "$(job_of t003)" JobState)" = CANCELLED ]'
+  run dl-search stop "$EXP" t003
+  [ "$status" -eq 2 ]
+  [ "$output" = "dl-search: stop: trial 't003' of search '$EXP' is stopped; only a running or waiting trial can be stopped" ]
+  # Pause t002, waiting at rung 0: once promoted, its next rung is submitted held.
+  dl-search pause "$EXP" t002
+  wait_until 60 'grep -q "t002: job [0-9]* (resume to rung 1" driver2.txt'
+  job2=$(job_of t002)
+  [ "$(job_field "$job2" JobState)" = PENDING ]
+  [ "$(job_field "$job2" Reason)" = JobHeldUser ]
+  dl-search resume "$EXP" t002
+  # Resume t001: the same job runs again, from its own checkpoint.
+  dl-search resume "$EXP" t001
+  wait "$(cat driver.pid)"
+  rm driver.pid
+  cat driver.txt driver2.txt
+  grep -q "t001: resumed (dl-search resume)" driver2.txt
+  grep -q "search '$EXP' complete; best trial t" driver2.txt
+  [ "$(job_field "$job1" Restarts)" = 1 ]
+  check_search "$EXP"
+  dl-search status "$EXP" --json | check_json '
+t = {x["id"]: x for x in d["trials"]}
+assert t["t003"]["state"] == "stopped" and t["t003"]["reason"] == "stopped by dl-search stop", t
+assert t["t001"]["state"] in ("completed", "stopped") and t["t001"]["restarts"] == 0, t
+assert t["t001"]["control"] == "running" and t["t003"]["control"] == "stopped", t
+assert len(t) == 4, t  # the search went on: t004 took the place of the stopped trial
+runs = [o["trial"] for o in d["operations"] if o["kind"] in ("create", "resume")]
+assert runs.count("t003") == 1, runs  # never run again'
+  dl-exp show "$EXP" --json | check_json '
+import os
+ev = [e for e in d["events"] if e["trial"] == "t001" and e["kind"] == "run_started"]
+ck = [c for t in d["trials"] if t["id"] == "t001" for c in t["checkpoints"]]
+assert len(ev) >= 2 and ev[1]["restarts"] == 1, ev
+path = ev[1]["reason"][len("resumed from "):]
+assert ev[1]["reason"].startswith("resumed from ") and path in [c["path"] for c in ck], (ev, ck)
+assert 1 <= [c["step"] for c in ck if c["path"] == path][0] < 7, ck  # mid-rung
+t3 = [t for t in d["trials"] if t["id"] == "t003"][0]
+assert t3["state"] == "stopped", t3
+assert all(os.path.isdir(c["path"]) for c in t3["checkpoints"]), t3  # kept'
+}
+
+@test "search 9: only the experiment's owner may pause, resume or stop it or its trials (a shared root)" {
+  shared=$(mktemp -d /tmp/dl-search-shared.XXXXXX)
+  chmod 1777 "$shared"
+  cat >tiny.yaml <<EOF
+name: $EXP
+trial:
+  command: srun --mpi=pmix dlrun /usr/bin/python3 $DL_ROOT/examples/search_trainer.py
+  sbatch: [--ntasks=1]
+hyperparameters:
+  act: {type: categorical, values: [relu]}
+searcher:
+  name: grid
+  metric: loss
+  budget: 2
+  max_trials: 1
+  max_concurrent_trials: 1
+EOF
+  DL_EXP_ROOT=$shared dl-search submit tiny.yaml
+  before=$(ls "$shared/$EXP/journals" | wc -l)
+  for user in dltest dlother; do
+    for verb in pause resume stop; do
+      run runuser -u "$user" -- env DL_EXP_ROOT="$shared" "$DL_BUILD_DIR/exp/dl-search" "$verb" "$EXP" t001
+      echo "$output"
+      [ "$status" -eq 2 ]
+      [ "$output" = "dl-search: experiment '$EXP' in $shared belongs to root (uid 0); only its owner can pause, resume or stop it" ]
+    done
+    run runuser -u "$user" -- env DL_EXP_ROOT="$shared" "$DL_BUILD_DIR/exp/dl-search" stop "$EXP"
+    [ "$status" -eq 2 ]
+  done
+  [ "$(ls "$shared/$EXP/journals" | wc -l)" = "$before" ]
+  # The owner is told the search is over.
+  run env DL_EXP_ROOT="$shared" dl-search stop "$EXP" t001
+  [ "$status" -eq 2 ]
+  [ "$output" = "dl-search: stop: search '$EXP' is over; trial 't001' is completed" ]
+  rm -rf "$shared"
 }

@@ -321,6 +321,47 @@ TEST(Events, StaleOrUnknownChangeNothing) {
   EXPECT_EQ(s.snapshot(), after);
 }
 
+TEST(UserStop, ARunningTrialIsStoppedAndItsSlotGoesToANewTrial) {
+  Searcher s(asha(4, 1, 2, 2, 4));
+  auto ops = s.start();
+  ASSERT_EQ(ops[0].trial, "t001");
+  s.handle({Event::Kind::reported, "t001", 0, 0.5, ""});
+  ops = s.handle({Event::Kind::stopped, "t001", 0, 0, "stopped by dl-search stop"});
+  ASSERT_EQ(ops.size(), 2u);
+  EXPECT_EQ(ops[0].kind, Op::Kind::stop);
+  EXPECT_EQ(ops[0].trial, "t001");
+  EXPECT_EQ(ops[0].reason, "stopped by dl-search stop");
+  EXPECT_EQ(ops[1].kind, Op::Kind::create);  // the search goes on
+  EXPECT_EQ(ops[1].trial, "t002");
+  EXPECT_EQ(s.find("t001")->state, TrialState::stopped);
+  EXPECT_TRUE(s.find("t001")->rung_values.empty());
+  // Its job's end changes nothing any more, nor does a second stop.
+  const auto after = s.snapshot();
+  EXPECT_TRUE(s.handle({Event::Kind::failed, "t001", 0, 0, "cancelled"}).empty());
+  EXPECT_TRUE(s.handle({Event::Kind::stopped, "t001", 0, 0, "again"}).empty());
+  EXPECT_EQ(s.snapshot(), after);
+}
+
+TEST(UserStop, AWaitingTrialKeepsItsRungValueAndIsNeverPromoted) {
+  Searcher s(asha(3, 1, 2, 2, 4));
+  auto ops = s.start();
+  ops = finish(s, ops[0], 1.0);  // t001 waits at rung 0 (alone: top half of one is none)
+  ASSERT_EQ(ops[0].trial, "t002");
+  EXPECT_EQ(s.find("t001")->state, TrialState::waiting);
+  EXPECT_TRUE(s.handle({Event::Kind::stopped, "t001", 0, 0, "by hand"}).size() == 1u);
+  EXPECT_EQ(s.find("t001")->state, TrialState::stopped);
+  EXPECT_EQ(s.find("t001")->rung_values.at(0), 1.0);
+  // t002 worse than t001: t001 would have been promoted; stopped, nobody is.
+  ops = finish(s, ops[0], 2.0);
+  ASSERT_EQ(ops.size(), 1u);
+  EXPECT_EQ(ops[0].kind, Op::Kind::create);
+  EXPECT_EQ(ops[0].trial, "t003");
+  for (const auto& o : finish(s, ops[0], 3.0)) EXPECT_NE(o.trial, "t001");
+  EXPECT_TRUE(s.complete());
+  EXPECT_EQ(s.find("t001")->state, TrialState::stopped);
+  EXPECT_EQ(s.find("t001")->reason, "by hand");
+}
+
 TEST(Random, EveryTrialRunsTheWholeBudget) {
   Config c = asha(5, 2, 2, 3, 8);
   c.algorithm = Algorithm::random;
