@@ -203,24 +203,29 @@ SiteConfig parse_site_config(const std::vector<std::string>& args) {
   return site;
 }
 
+bool spec_requested(const RawOptions& raw, const EnvLookup& env) {
+  if (!raw.empty() || env(kSpecMarker)) return true;
+  for (const auto& o : option_infos()) {
+    if (env(o.env)) return true;
+  }
+  return false;
+}
+
 std::optional<Spec> make_spec(const RawOptions& raw, const EnvLookup& env, const SiteConfig& site,
                               std::string_view home) {
   for (const auto& [name, value] : raw) {
     if (!find_option(name)) throw InputError(fmt::format("--{}: not a slurm-dl option", name));
   }
+  if (!spec_requested(raw, env)) return std::nullopt;
   // The value of each option: the command line wins over the DL_* variable.
-  bool any = env(kSpecMarker).has_value();
   std::map<std::string, Source> given;
   for (const auto& o : option_infos()) {
     if (const auto it = raw.find(o.name); it != raw.end()) {
       given[o.name] = Source{fmt::format("--{}", o.name), it->second};
-      any = true;
     } else if (auto v = env(o.env)) {
       given[o.name] = Source{o.env, *v};
-      any = true;
     }
   }
-  if (!any) return std::nullopt;
 
   Spec spec;
   spec.grace = site.default_grace;

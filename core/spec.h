@@ -86,6 +86,11 @@ using EnvLookup = std::function<std::optional<std::string>(const std::string&)>;
 // make_spec.
 using RawOptions = std::map<std::string, std::string>;
 
+// Whether the options or the DL_* variables of `env` (or the spec marker) ask for a DL
+// job at all: make_spec returns nullopt exactly when they do not. Cheap, and needs
+// nothing of the user: the submit side of every ordinary job stops here.
+bool spec_requested(const RawOptions& raw, const EnvLookup& env);
+
 // Builds and checks the spec from options, falling back to DL_* variables of `env`
 // for options not given, then to site defaults. Throws InputError with one message
 // naming the option (or the variable), the value and what is allowed. Returns

@@ -6,6 +6,9 @@
 
 #include <cerrno>
 #include <cstring>
+#include <mutex>
+#include <optional>
+#include <utility>
 #include <vector>
 
 #include "core/error.h"
@@ -39,7 +42,7 @@ struct passwd_entry {
   std::string home;
 };
 
-passwd_entry lookup(uid_t uid) {
+passwd_entry lookup_uncached(uid_t uid) {
   std::vector<char> buf(16384);
   struct passwd pw;
   struct passwd* result = nullptr;
@@ -48,6 +51,17 @@ passwd_entry lookup(uid_t uid) {
     throw SystemError(fmt::format("couldn't look up uid {} in the user database", uid));
   }
   return {pw.pw_name, pw.pw_dir};
+}
+
+// A DL submission needs the user's name and home three times; one user database lookup
+// (a passwd/NSS round trip, or a directory server's) serves them all. A process serves
+// one user, so the last entry is kept.
+passwd_entry lookup(uid_t uid) {
+  static std::mutex mutex;
+  static std::optional<std::pair<uid_t, passwd_entry>> last;
+  const std::lock_guard<std::mutex> lock(mutex);
+  if (!last || last->first != uid) last.emplace(uid, lookup_uncached(uid));
+  return last->second;
 }
 
 }  // namespace

@@ -14,16 +14,18 @@
 namespace dl::spank {
 
 int submit_post_opt(spank_t sp) {
+  const EnvLookup env = [](const std::string& name) -> std::optional<std::string> {
+    const char* v = std::getenv(name.c_str());
+    if (v == nullptr) return std::nullopt;
+    return std::string(v);
+  };
+  // An ordinary job: nothing to check or pass on, and no user database lookup (a user
+  // it does not know submits as without slurm-dl; issue 15: the plugin's cost to
+  // submissions that do not use it).
+  if (!spec_requested(raw_options(), env)) return 0;
   std::optional<Spec> spec;
   try {
-    spec = make_spec(
-        raw_options(),
-        [](const std::string& name) -> std::optional<std::string> {
-          const char* v = std::getenv(name.c_str());
-          if (v == nullptr) return std::nullopt;
-          return std::string(v);
-        },
-        site_config(), home_of(getuid()));
+    spec = make_spec(raw_options(), env, site_config(), home_of(getuid()));
   } catch (const InputError& e) {
     // The user's mistake: one line, and nothing is submitted. Returning an error
     // would add Slurm's own generic lines after ours; nothing has been allocated or

@@ -116,6 +116,20 @@ none" ]
   [ "$(find "$root" | sort)" = "$before" ]
 }
 
+@test "a user the user database does not know submits an ordinary job as without slurm-dl" {
+  ! getent passwd 54321
+  stranger() { (cd / && setpriv --reuid=54321 --regid=54321 --clear-groups "$@"); }
+  # The plugin looks nothing up for a job without --dl-* options or DL_* variables.
+  run stranger sbatch --parsable --hold -o /dev/null --wrap true
+  [ "$status" -eq 0 ]
+  scancel "$output"
+  # A DL job needs the user's name and home (the checkpoint path): one line, nothing queued.
+  run stranger sbatch --hold -o /dev/null --dl-gpus=1 --wrap true
+  [ "$status" -ne 0 ]
+  echo "$output" | grep -qF "dl: slurm_spank_init_post_opt: couldn't look up uid 54321 in the user database"
+  ! squeue -h -o %U | grep -qx 54321
+}
+
 # Every invalid value of every option: sbatch, srun and salloc fail with exactly one
 # line naming the option, the value and what is allowed, and nothing is queued.
 @test "every invalid value is rejected at submit time with one line and nothing queued" {

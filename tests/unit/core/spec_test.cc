@@ -37,6 +37,20 @@ TEST(Spec, NothingAskedIsNotADlJob) {
   EXPECT_FALSE(make_spec({}, env_of({{"PATH", "/bin"}, {"DLX", "1"}}), {}, "/home/alice"));
 }
 
+TEST(Spec, RequestedByAnOptionAVariableOrTheMarkerOnly) {
+  EXPECT_FALSE(spec_requested({}, no_env));
+  EXPECT_FALSE(spec_requested({}, env_of({{"PATH", "/bin"}, {"DLX", "1"}, {"DL_", "1"}})));
+  EXPECT_TRUE(spec_requested({{"dl-preemptible", ""}}, no_env));
+  EXPECT_TRUE(spec_requested({{"dl-gpus", "2"}}, no_env));
+  EXPECT_TRUE(spec_requested({}, env_of({{"DL_GPUS", "2"}})));
+  EXPECT_TRUE(spec_requested({}, env_of({{"DL_WATCHDOG", "0"}})));
+  EXPECT_TRUE(spec_requested({}, env_of({{kSpecMarker, "1"}})));
+  // Every option's variable counts, as make_spec reads each of them.
+  for (const auto& o : option_infos()) {
+    EXPECT_TRUE(spec_requested({}, env_of({{o.env, "1"}}))) << o.env;
+  }
+}
+
 TEST(Spec, DefaultsWhenOnlyGpusGiven) {
   const auto spec = make_spec({{"dl-gpus", "8"}}, no_env, {}, "/home/alice");
   ASSERT_TRUE(spec);
