@@ -104,6 +104,13 @@ TEST(SearchConfig, RejectsWithFileLineAndReason) {
   EXPECT_EQ(error_of("name: [unclosed\n"), "exp.yaml:2: end of sequence flow not found");
 }
 
+TEST(SearchConfig, DivisorAndMaxRungsDefaultToTwoAndFour) {
+  const Experiment e = parse_experiment("exp.yaml", with("  divisor: 2\n  max_rungs: 3\n", ""));
+  EXPECT_EQ(e.searcher.divisor, 2);
+  EXPECT_EQ(e.searcher.max_rungs, 4);
+  EXPECT_EQ(to_json(e)["searcher"]["max_rungs"], 4);  // kept: a later default changes nothing
+}
+
 TEST(SearchConfig, AshaMode) {
   EXPECT_EQ(parse_experiment("exp.yaml", kGood).searcher.asha_mode, AshaMode::promotion);
   const Experiment e =

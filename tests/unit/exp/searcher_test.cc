@@ -59,6 +59,13 @@ TEST(RungBudgets, NoMoreRungsThanTheBudgetCanBeDividedInto) {
   EXPECT_EQ(rung_budgets(r), (std::vector<std::int64_t>{8}));
 }
 
+TEST(RungBudgets, TheDefaultsStartAtAnEighthOfTheBudget) {
+  Config c;  // divisor 2, 4 rungs: bench/search's choice on its tuning shapes
+  c.budget = 81;
+  EXPECT_EQ(rung_budgets(c), (std::vector<std::int64_t>{10, 20, 41, 81}));
+  EXPECT_EQ(c.asha_mode, AshaMode::promotion);
+}
+
 TEST(Validate, NamesTheField) {
   Config c = asha(8, 2, 1, 3, 8);
   EXPECT_THROW(
