@@ -217,7 +217,7 @@ Experiment parse_experiment(const std::string& file, const std::string& text) {
   const YAML::Node s = doc["searcher"];
   r.only(s, "searcher",
          {"name", "metric", "mode", "max_trials", "max_concurrent_trials", "divisor", "max_rungs",
-          "budget", "seed", "max_restarts"});
+          "budget", "seed", "max_restarts", "asha_mode"});
   Config& c = e.searcher;
   if (!s["name"]) r.fail(s, "searcher.name is missing (asha, random or grid)");
   const std::string name = r.text(s["name"], "searcher.name");
@@ -229,6 +229,17 @@ Experiment parse_experiment(const std::string& file, const std::string& text) {
     c.algorithm = Algorithm::grid;
   } else {
     r.fail(s["name"], fmt::format("searcher.name: '{}': expected asha, random or grid", name));
+  }
+  if (s["asha_mode"]) {
+    const std::string m = r.text(s["asha_mode"], "searcher.asha_mode");
+    if (m != "promotion" && m != "stopping") {
+      r.fail(s["asha_mode"],
+             fmt::format("searcher.asha_mode: expected promotion or stopping, got '{}'", m));
+    }
+    if (c.algorithm != Algorithm::asha) {
+      r.fail(s["asha_mode"], fmt::format("searcher.asha_mode: only for asha, not {}", name));
+    }
+    c.asha_mode = m == "stopping" ? AshaMode::stopping : AshaMode::promotion;
   }
   if (!s["metric"]) r.fail(s, "searcher.metric is missing (the metric the trials report)");
   c.metric = r.text(s["metric"], "searcher.metric");
@@ -314,7 +325,8 @@ nlohmann::json to_json(const Experiment& e) {
             {"max_rungs", c.max_rungs},
             {"budget", c.budget},
             {"seed", c.seed},
-            {"max_restarts", c.max_restarts}}}};
+            {"max_restarts", c.max_restarts},
+            {"asha_mode", asha_mode_name(c.asha_mode)}}}};
 }
 
 Experiment experiment_from_json(const nlohmann::json& j) {
@@ -356,6 +368,9 @@ Experiment experiment_from_json(const nlohmann::json& j) {
   c.budget = s.at("budget").get<std::int64_t>();
   c.seed = s.at("seed").get<std::uint64_t>();
   c.max_restarts = s.at("max_restarts").get<int>();
+  // Absent in searches begun before it: promotion, the only mode then.
+  c.asha_mode = s.value("asha_mode", std::string("promotion")) == "stopping" ? AshaMode::stopping
+                                                                             : AshaMode::promotion;
   validate(c);
   return e;
 }

@@ -68,6 +68,10 @@ const char* state_name(TrialState s) {
   return "?";
 }
 
+const char* asha_mode_name(AshaMode m) {
+  return m == AshaMode::stopping ? "stopping" : "promotion";
+}
+
 const char* op_name(Op::Kind k) {
   switch (k) {
     case Op::Kind::create: return "create";
@@ -236,6 +240,35 @@ bool Searcher::promote(std::vector<Op>& out) {
   return false;
 }
 
+void Searcher::continue_or_stop(Trial& t, std::vector<Op>& out) {
+  const int k = t.rung;
+  const double mine = score(t.rung_values.at(k));
+  // Its place among the values of rung k so far (ties: the earlier trial ranks first).
+  std::size_t n = 0, place = 1;
+  bool before = true;  // trials_ is in creation order
+  for (const auto& o : trials_) {
+    if (&o == &t) before = false;
+    const auto it = o.rung_values.find(k);
+    if (it == o.rung_values.end() || &o == &t) continue;
+    ++n;
+    const double theirs = score(it->second);
+    if (theirs < mine || (theirs == mine && before)) ++place;
+  }
+  ++n;
+  const auto top = std::max<std::size_t>(
+      1, static_cast<std::size_t>(std::floor(static_cast<double>(n) / config_.divisor)));
+  if (place <= top) {
+    t.rung = k + 1;
+    out.push_back(
+        emit({Op::Kind::resume, 0, t.id, t.hparams, rungs_[static_cast<std::size_t>(k + 1)], k + 1,
+              fmt::format("continued from rung {} (place {} of {})", k, place, n)}));
+    return;
+  }
+  t.state = TrialState::stopped;
+  t.reason = fmt::format("stopped at rung {} (place {} of {})", k, place, n);
+  out.push_back(emit({Op::Kind::stop, 0, t.id, nullptr, 0, k, t.reason}));
+}
+
 bool Searcher::create(std::vector<Op>& out) {
   if (static_cast<int>(trials_.size()) >= config_.max_trials) return false;
   nlohmann::json hparams;
@@ -306,6 +339,8 @@ std::vector<Op> Searcher::handle(const Event& e) {
       if (t->rung + 1 == static_cast<int>(rungs_.size())) {
         t->state = TrialState::completed;
         t->reason = "full budget";
+      } else if (config_.asha_mode == AshaMode::stopping) {
+        continue_or_stop(*t, out);
       } else {
         t->state = TrialState::waiting;
       }

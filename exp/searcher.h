@@ -18,6 +18,13 @@
 // new trial starts at rung 0. A trial waiting at a rung may still be promoted later, as
 // more trials reach that rung; once nothing can change any more, the waiting trials
 // are stopped.
+//
+// ASHA's stopping variant (asha_mode: stopping; Optuna's SuccessiveHalvingPruner,
+// Determined's asha_stopping): a trial that ends a rung in the top max(1, floor(n /
+// divisor)) of the n values that rung has so far continues at once to the next rung
+// (resuming from its own checkpoint, keeping its slot); otherwise it is stopped for good.
+// Nothing waits at a rung, so no GPU time goes to a trial that ranked low when it
+// arrived and only later became "top" as worse trials arrived after it.
 #pragma once
 
 #include <cstdint>
@@ -42,6 +49,10 @@ struct Param {
 
 enum class Algorithm { asha, random, grid };
 enum class Mode { min, max };
+// asha: promotion waits at a rung until the trial ranks in the top 1/divisor; stopping
+// decides at once, against the values of the rung so far (see above).
+enum class AshaMode { promotion, stopping };
+const char* asha_mode_name(AshaMode m);
 
 struct Config {
   Algorithm algorithm = Algorithm::asha;
@@ -49,11 +60,15 @@ struct Config {
   std::uint64_t seed = 0;
   int max_trials = 16;
   int max_concurrent_trials = 4;
-  double divisor = 4;
-  int max_rungs = 5;
+  // bench/search's choice on its tuning curve shapes (README, "Search benchmark"): the
+  // lowest rung an eighth of the budget. Lower rungs (divisor 4, 5 rungs) were faster on
+  // some shapes and never reached a near-best trial on another.
+  double divisor = 2;
+  int max_rungs = 4;
   std::int64_t budget = 100;  // steps of the largest rung (the whole training)
   std::string metric = "loss";
   Mode mode = Mode::min;
+  AshaMode asha_mode = AshaMode::promotion;
   int max_restarts = 1;  // a failed run is retried this often before the trial fails
 };
 
@@ -150,6 +165,9 @@ class Searcher {
   void schedule(std::vector<Op>& out);
   bool promote(std::vector<Op>& out);
   bool create(std::vector<Op>& out);
+  // asha_mode stopping, `t` has just ended rung t.rung: continues it at once to the next
+  // rung or stops it for good.
+  void continue_or_stop(Trial& t, std::vector<Op>& out);
   Op emit(Op op);
   double score(double value) const { return config_.mode == Mode::min ? value : -value; }
   int running() const;

@@ -8,7 +8,8 @@
 # stop; the driver as a batch job (--as-job); a trial preempted by a `high` job is
 # requeued, resumes from its own checkpoint and is counted once; one trial paused
 # (checkpointed, held), resumed from its checkpoint, another stopped across a driver
-# kill -9; only the owner may; `dl-exp plot` and `dl-exp serve`'s page mark the rungs.
+# kill -9; only the owner may; `dl-exp plot` and `dl-exp serve`'s page mark the rungs;
+# asha_mode: stopping.
 
 load helpers
 
@@ -86,7 +87,7 @@ for t in show["trials"]:
         assert os.path.isdir(c["path"]), c  # kept, stopped trials too
 dirs = [d for v in ckpts.values() for d in v]
 assert len(dirs) == len(set(dirs)), ckpts  # no two trials share a checkpoint directory
-resumes = [o for o in runs if o["kind"] == "resume" and o["reason"].startswith("promoted")]
+resumes = [o for o in runs if o["kind"] == "resume" and o["reason"].startswith(("promoted", "continued"))]
 started = [e for e in show["events"] if e["kind"] == "run_started"]
 for o in resumes:
     log = open(os.path.join(os.environ["DL_EXP_ROOT"], exp, "logs", "%s.%s.out" % (o["trial"], o["job"]))).read()
@@ -459,4 +460,21 @@ EOF
   [ "$status" -eq 2 ]
   [ "$output" = "dl-search: stop: search '$EXP' is over; trial 't001' is completed" ]
   rm -rf "$shared"
+
+@test "search 10: asha_mode stopping: a trial in the top of its rung so far continues at once from its own checkpoint, the others stop at their rung" {
+  echo "  asha_mode: stopping" >>asha.yaml
+  run dl-search submit asha.yaml
+  echo "$output"
+  [ "$status" -eq 0 ]
+  [[ $output == *"(resume to rung 1, 4 steps; continued from rung 0 (place 1 of "* ]]
+  [[ $output == *"stopped (stopped at rung "* ]]
+  check_search "$EXP"
+  check_json '
+assert d["searcher"]["asha_mode"] == "stopping", d["searcher"]
+s = [t["state"] for t in d["trials"]]
+assert len(s) == 8 and "waiting" not in s and s.count("completed") >= 1, s
+ops = d["operations"]
+assert not any(o["reason"].startswith("promoted") for o in ops), ops
+assert all(o["reason"].startswith(("new trial", "continued from rung")) for o in ops if o["kind"] in ("create", "resume")), ops
+' <status.json
 }

@@ -83,8 +83,8 @@ TEST(SearchConfig, RejectsWithFileLineAndReason) {
             "exp.yaml:15: searcher.max_trials: expected a whole number from 1 to 100000, not '0'");
   EXPECT_EQ(
       error_of(with("  seed: 11", "  sed: 11")),
-      "exp.yaml:20: searcher.sed: unknown key (allowed: budget, divisor, max_concurrent_trials, "
-      "max_restarts, max_rungs, max_trials, metric, mode, name, seed)");
+      "exp.yaml:20: searcher.sed: unknown key (allowed: asha_mode, budget, divisor, "
+      "max_concurrent_trials, max_restarts, max_rungs, max_trials, metric, mode, name, seed)");
   EXPECT_EQ(error_of(with("--dl-gpus=1", "--dl-trial=x")),
             "exp.yaml:4: trial.sbatch: --dl-trial=x: dl-search sets it itself");
   EXPECT_EQ(error_of(with("mode: min", "mode: lowest")),
@@ -102,6 +102,30 @@ TEST(SearchConfig, RejectsWithFileLineAndReason) {
             "exp.yaml:5: trial.step_seconds: expected a number, not 'fast'");
   // Not YAML at all.
   EXPECT_EQ(error_of("name: [unclosed\n"), "exp.yaml:2: end of sequence flow not found");
+}
+
+TEST(SearchConfig, DivisorAndMaxRungsDefaultToTwoAndFour) {
+  const Experiment e = parse_experiment("exp.yaml", with("  divisor: 2\n  max_rungs: 3\n", ""));
+  EXPECT_EQ(e.searcher.divisor, 2);
+  EXPECT_EQ(e.searcher.max_rungs, 4);
+  EXPECT_EQ(to_json(e)["searcher"]["max_rungs"], 4);  // kept: a later default changes nothing
+}
+
+TEST(SearchConfig, AshaMode) {
+  EXPECT_EQ(parse_experiment("exp.yaml", kGood).searcher.asha_mode, AshaMode::promotion);
+  const Experiment e =
+      parse_experiment("exp.yaml", with("  seed: 11\n", "  seed: 11\n  asha_mode: stopping\n"));
+  EXPECT_EQ(e.searcher.asha_mode, AshaMode::stopping);
+  EXPECT_EQ(to_json(e)["searcher"]["asha_mode"], "stopping");
+  EXPECT_EQ(experiment_from_json(to_json(e)).searcher.asha_mode, AshaMode::stopping);
+  // A search.json written before asha_mode existed is a promotion search.
+  nlohmann::json old = to_json(e);
+  old["searcher"].erase("asha_mode");
+  EXPECT_EQ(experiment_from_json(old).searcher.asha_mode, AshaMode::promotion);
+  EXPECT_EQ(error_of(with("  seed: 11\n", "  seed: 11\n  asha_mode: eager\n")),
+            "exp.yaml:21: searcher.asha_mode: expected promotion or stopping, got 'eager'");
+  EXPECT_EQ(error_of(with("name: asha", "name: random").append("  asha_mode: stopping\n")),
+            "exp.yaml:21: searcher.asha_mode: only for asha, not random");
 }
 
 // A file without step_seconds (and a search.json written before it) gives no time_min.

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <deque>
 #include <functional>
@@ -56,6 +57,13 @@ TEST(RungBudgets, NoMoreRungsThanTheBudgetCanBeDividedInto) {
   Config r = asha(8, 2, 2, 3, 8);
   r.algorithm = Algorithm::random;
   EXPECT_EQ(rung_budgets(r), (std::vector<std::int64_t>{8}));
+}
+
+TEST(RungBudgets, TheDefaultsStartAtAnEighthOfTheBudget) {
+  Config c;  // divisor 2, 4 rungs: bench/search's choice on its tuning shapes
+  c.budget = 81;
+  EXPECT_EQ(rung_budgets(c), (std::vector<std::int64_t>{10, 20, 41, 81}));
+  EXPECT_EQ(c.asha_mode, AshaMode::promotion);
 }
 
 TEST(Validate, NamesTheField) {
@@ -167,6 +175,96 @@ TEST(Asha, ModeMaxPromotesTheLargest) {
   EXPECT_EQ(ops[0].trial, "t001");
 }
 
+TEST(AshaStopping, TheTopOfTheRungSoFarContinuesAtOnceTheRestStopForGood) {
+  Config c = asha(8, 1, 2, 3, 8);
+  c.asha_mode = AshaMode::stopping;
+  Searcher s(c);
+  auto ops = s.start();
+  // The first trial at rung 0 is the top max(1, floor(1/2)) = 1 so far: it continues at
+  // once with rung 1's budget (promotion mode would make it wait).
+  ops = finish(s, ops[0], 5.0);
+  ASSERT_EQ(ops.size(), 1u);
+  EXPECT_EQ(ops[0].kind, Op::Kind::resume);
+  EXPECT_EQ(ops[0].trial, "t001");
+  EXPECT_EQ(ops[0].budget, 4);
+  EXPECT_EQ(ops[0].rung, 1);
+  EXPECT_EQ(ops[0].reason, "continued from rung 0 (place 1 of 1)");
+  EXPECT_EQ(s.find("t001")->state, TrialState::running);
+  // t001 at rung 1, alone there: on to rung 2.
+  ops = finish(s, ops[0], 4.0);
+  ASSERT_EQ(ops.size(), 1u);
+  EXPECT_EQ(ops[0].trial, "t001");
+  EXPECT_EQ(ops[0].rung, 2);
+  ops = finish(s, ops[0], 3.0);
+  EXPECT_EQ(s.find("t001")->state, TrialState::completed);
+  ASSERT_EQ(ops.size(), 1u);
+  EXPECT_EQ(ops[0].kind, Op::Kind::create);
+  EXPECT_EQ(ops[0].trial, "t002");
+  // t002 is worse at rung 0 (6.0 against 5.0; top 1 of 2): stopped at once, never
+  // waiting, and a new trial takes its slot.
+  ops = finish(s, ops[0], 6.0);
+  ASSERT_EQ(ops.size(), 2u);
+  EXPECT_EQ(ops[0].kind, Op::Kind::stop);
+  EXPECT_EQ(ops[0].trial, "t002");
+  EXPECT_EQ(ops[0].reason, "stopped at rung 0 (place 2 of 2)");
+  EXPECT_EQ(ops[1].kind, Op::Kind::create);
+  EXPECT_EQ(ops[1].trial, "t003");
+  EXPECT_EQ(s.find("t002")->state, TrialState::stopped);
+  // t003 the best of three at rung 0 (top floor(3/2) = 1): continues; t002 stays stopped.
+  ops = finish(s, ops[1], 1.0);
+  ASSERT_EQ(ops.size(), 1u);
+  EXPECT_EQ(ops[0].kind, Op::Kind::resume);
+  EXPECT_EQ(ops[0].trial, "t003");
+  EXPECT_EQ(ops[0].reason, "continued from rung 0 (place 1 of 3)");
+  EXPECT_EQ(s.find("t002")->state, TrialState::stopped);
+}
+
+TEST(AshaStopping, AStoppedTrialIsNeverResumedLater) {
+  // Promotion mode resumes a waiting trial once enough worse ones arrive; stopping mode
+  // never does.
+  for (const AshaMode m : {AshaMode::promotion, AshaMode::stopping}) {
+    Config c = asha(4, 1, 2, 2, 4);
+    c.asha_mode = m;
+    Searcher s(c);
+    auto ops = s.start();
+    const std::vector<double> values = {1.0, 2.0, 9.0, 9.0};
+    std::set<std::string> resumed;
+    std::size_t next = 0;
+    std::deque<Op> pending(ops.begin(), ops.end());
+    while (!pending.empty()) {
+      const Op op = pending.front();
+      pending.pop_front();
+      if (op.kind != Op::Kind::create && op.kind != Op::Kind::resume) continue;
+      if (op.kind == Op::Kind::resume) resumed.insert(op.trial);
+      const double v = op.rung == 0 ? values[next++] : 0.5;
+      for (const auto& o : finish(s, op, v)) pending.push_back(o);
+    }
+    EXPECT_TRUE(s.complete());
+    // t002 (2.0) ranked second of two when it arrived; with four values at rung 0 it is
+    // in the top two.
+    if (m == AshaMode::promotion) {
+      EXPECT_EQ(resumed, (std::set<std::string>{"t001", "t002"}));
+    } else {
+      EXPECT_EQ(resumed, (std::set<std::string>{"t001"}));
+      EXPECT_EQ(s.find("t002")->state, TrialState::stopped);
+    }
+  }
+}
+
+TEST(AshaStopping, ModeMaxContinuesTheLargest) {
+  Config c = asha(8, 1, 2, 2, 4);
+  c.mode = Mode::max;
+  c.asha_mode = AshaMode::stopping;
+  Searcher s(c);
+  auto ops = s.start();
+  ops = finish(s, ops[0], 5.0);  // continues (first)
+  ops = finish(s, ops[0], 5.0);  // t001 completes; t002 starts
+  ops = finish(s, ops[0], 7.0);  // larger is better: continues
+  ASSERT_EQ(ops.size(), 1u);
+  EXPECT_EQ(ops[0].kind, Op::Kind::resume);
+  EXPECT_EQ(ops[0].trial, "t002");
+}
+
 // Drives a whole search: every run finishes with value f(trial, rung) in op order.
 struct SearchRun {
   std::vector<Op> all;
@@ -265,6 +363,37 @@ TEST(Asha, ReplayingTheEventsGivesTheSameStateAndOperations) {
       EXPECT_EQ(ops[i].kind, run.all[i].kind);
       EXPECT_EQ(ops[i].hparams, run.all[i].hparams);
       EXPECT_EQ(ops[i].budget, run.all[i].budget);
+    }
+    if (cut == run.events.size()) {
+      EXPECT_EQ(again.snapshot(), first.snapshot());
+    }
+  }
+}
+
+TEST(AshaStopping, ReplayingTheEventsGivesTheSameStateAndOperations) {
+  Config c = asha(12, 3, 2, 3, 8);
+  c.asha_mode = AshaMode::stopping;
+  Searcher first(c);
+  const SearchRun run = drive(first, quality, [](const Op& op) { return op.trial == "t004"; });
+  EXPECT_TRUE(first.complete());
+  EXPECT_FALSE(of_kind(run.all, Op::Kind::stop).empty());
+  const auto resumes = of_kind(run.all, Op::Kind::resume);
+  EXPECT_TRUE(std::any_of(resumes.begin(), resumes.end(), [](const Op& o) {
+    return o.reason.rfind("continued from rung", 0) == 0;
+  }));
+  for (std::size_t cut : {std::size_t{0}, run.events.size() / 3, run.events.size()}) {
+    Searcher again(c);
+    std::vector<Op> ops = again.start();
+    for (std::size_t i = 0; i < cut; ++i) {
+      for (auto& o : again.handle(run.events[i])) ops.push_back(o);
+    }
+    ASSERT_LE(ops.size(), run.all.size());
+    for (std::size_t i = 0; i < ops.size(); ++i) {
+      EXPECT_EQ(ops[i].index, run.all[i].index);
+      EXPECT_EQ(ops[i].trial, run.all[i].trial);
+      EXPECT_EQ(ops[i].kind, run.all[i].kind);
+      EXPECT_EQ(ops[i].budget, run.all[i].budget);
+      EXPECT_EQ(ops[i].reason, run.all[i].reason);
     }
     if (cut == run.events.size()) {
       EXPECT_EQ(again.snapshot(), first.snapshot());
