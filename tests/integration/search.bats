@@ -460,6 +460,7 @@ EOF
   [ "$status" -eq 2 ]
   [ "$output" = "dl-search: stop: search '$EXP' is over; trial 't001' is completed" ]
   rm -rf "$shared"
+}
 
 @test "search 10: asha_mode stopping: a trial in the top of its rung so far continues at once from its own checkpoint, the others stop at their rung" {
   echo "  asha_mode: stopping" >>asha.yaml
