@@ -345,7 +345,7 @@ struct Simulator::Impl {
             s = fit_gang(Gang{t.gpus, Placement::even, std::nullopt, std::nullopt}, capacity,
                          "dl-sim");
             const auto all = even_splits(t.gpus, o.gpus_per_node, o.nodes);
-            for (std::size_t k = 1; k < all.size(); ++k) {
+            for (std::size_t k = 1; o.other_even_splits && k < all.size(); ++k) {
               j.more_shapes.emplace_back(all[k].nodes_min, all[k].gpus_per_node);
             }
           } else {

@@ -68,6 +68,9 @@ struct Options {
   // nodes) and, when that does not fit now, another even split (dl::even_splits),
   // instead of its default pack shape (whole exclusive nodes).
   bool even_shapes = false;
+  // With even_shapes: whether to try the other even splits. false is what Slurm does
+  // (a job has the one shape job_submit/dl gave it): the calibration against slurmctld.
+  bool other_even_splits = true;
 };
 
 // One job's life in the simulation, for comparisons with a real controller.

@@ -322,6 +322,17 @@ TEST(Sim, EvenShapesTakeAnotherEvenSplitWhenTheFirstDoesNotFit) {
   EXPECT_DOUBLE_EQ(simulate(trace, even).outcomes[6].start_s, 5);
 }
 
+TEST(Sim, EvenFirstShapesKeepJobSubmitsOneSplitAsSlurmDoes) {
+  // As above, but a Slurm job has the one shape job_submit/dl gave it (2x3): it waits.
+  std::vector<TraceJob> trace;
+  for (std::uint64_t id = 1; id <= 6; ++id) trace.push_back(job(id, 0, 1000, 3));
+  trace.push_back(job(7, 5, 100, 6));
+  Options first = cluster(Policy::dl, 6, 4);
+  first.even_shapes = true;
+  first.other_even_splits = false;
+  EXPECT_GE(simulate(trace, first).outcomes[6].start_s, 1000);
+}
+
 TEST(Sim, DlBackfillsPastAJobThatFitsByGpuTotalsButNotByItsShape) {
   // 3 nodes x 4 GPUs with 3 busy on nodes 0 and 1: 6 GPUs free, but the 6-GPU gang B
   // has no even split that fits (2x3, 3x2, 6x1). A phantom reservation of those 6 GPUs
