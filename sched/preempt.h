@@ -25,6 +25,13 @@ double seconds_since_checkpoint(double run_s, std::optional<double> ckpt_every_s
 // signal) always qualifies.
 bool just_checkpointed(double progress_s, std::optional<double> ckpt_every_s, double slack_s);
 
+// The progress just_checkpointed may assume of a job that slurmctld sees running for
+// `whole_run_s`: Slurm's clock counts whole seconds, so now - start_time may be up to
+// a second more than the job has run, and its checkpoint due at k x ckpt_every is not
+// written yet when the run time first shows that value. The run time less that second
+// (at least 0). (dl-sim knows progress exactly.)
+double checkpointed_progress(double whole_run_s);
+
 struct VictimCandidate {
   std::uint64_t id = 0;
   std::uint32_t gpus = 0;

@@ -57,7 +57,7 @@ bool preemptable(const job_record_t* victim, const job_record_t* preemptor) {
   pair.dl_priority = site_factor_is_dl();
   pair.victim_points = points(victim);
   pair.preemptor_points = points(preemptor);
-  pair.victim_progress_s = run_seconds(victim, std::time(nullptr));
+  pair.victim_progress_s = checkpointed_progress(run_seconds(victim, std::time(nullptr)));
   pair.victim_ckpt_every_s = ckpt_every(victim);
   return may_preempt(pair, site_params());
 }

@@ -119,7 +119,8 @@ int main(int argc, char** argv) {
   std::string shapes = "pack";
   app.add_option("--shapes", shapes,
                  "dl: gangs larger than a node as job_submit/dl's pack (whole nodes) or even "
-                 "(split evenly over shared nodes)")
+                 "(split evenly over shared nodes; even-first: that split only, placed as Slurm's "
+                 "cons_tres does)")
       ->capture_default_str();
   app.add_option("--requeue-delay", o.requeue_delay_s, "seconds Slurm holds a requeued job")
       ->capture_default_str()
@@ -169,10 +170,12 @@ int main(int argc, char** argv) {
     o.policy = dl::sim::parse_policy(policy_name);
     o.round_limits = !minute_limits;
     o.priority = dl::parse_priority_params(priority_text);
-    if (shapes != "pack" && shapes != "even") {
-      throw dl::InputError(fmt::format("--shapes={}: expected pack or even", shapes));
+    if (shapes != "pack" && shapes != "even" && shapes != "even-first") {
+      throw dl::InputError(fmt::format("--shapes={}: expected pack, even or even-first", shapes));
     }
-    o.even_shapes = shapes == "even";
+    o.even_shapes = shapes == "even" || shapes == "even-first";
+    o.other_even_splits = shapes == "even";
+    o.cons_tres_placement = shapes == "even-first";
     std::vector<dl::TraceJob> jobs;
     try {
       jobs = dl::parse_trace(read_all(trace_path));

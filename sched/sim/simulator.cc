@@ -155,6 +155,64 @@ std::vector<Alloc> place_dl(const std::vector<std::uint32_t>& free, std::uint32_
   return alloc;
 }
 
+// A dl shape as select/cons_tres places it (its _eval_nodes) when the job asks for
+// `per_node` GPUs on each of `nodes` nodes: the nodes with that many free GPUs form runs
+// of consecutive nodes; while nodes are missing it takes the run that has enough of
+// them with the fewest free GPUs, or else the largest run (the first of equals), nodes
+// from the run in order. Not best fit: a one-node job may take a node with more free
+// GPUs than another run's single node, if its run has fewer free GPUs in all.
+std::vector<Alloc> place_dl_cons_tres(const std::vector<std::uint32_t>& free, std::uint32_t nodes,
+                                      std::uint32_t per_node) {
+  struct Run {
+    std::size_t start, end;
+    std::uint64_t sum;
+    std::uint32_t count;
+  };
+  std::vector<Run> runs;
+  std::uint64_t total = 0;
+  const std::size_t n = free.size();
+  for (std::size_t i = 0; i < n;) {
+    if (free[i] < per_node) {
+      ++i;
+      continue;
+    }
+    Run r{i, i, 0, 0};
+    while (i < n && free[i] >= per_node) {
+      r.sum += free[i++];
+      ++r.count;
+    }
+    r.end = i;
+    total += r.count;
+    runs.push_back(r);
+  }
+  std::vector<Alloc> alloc;
+  if (total < nodes) return alloc;
+  std::uint32_t left = nodes;
+  while (left > 0) {
+    std::size_t pick = runs.size();
+    for (std::size_t k = 0; k < runs.size(); ++k) {
+      if (runs[k].count == 0) continue;
+      if (pick == runs.size()) {
+        pick = k;
+        continue;
+      }
+      const bool fits = runs[k].count >= left, pick_fits = runs[pick].count >= left;
+      if (fits ? !pick_fits || runs[k].sum < runs[pick].sum
+               : !pick_fits && runs[k].sum > runs[pick].sum) {
+        pick = k;
+      }
+    }
+    Run& r = runs[pick];
+    for (std::size_t k = r.start; k < r.end && left > 0; ++k, --left) {
+      alloc.push_back({static_cast<std::uint32_t>(k), per_node});
+    }
+    r.count = 0;
+  }
+  std::sort(alloc.begin(), alloc.end(),
+            [](const Alloc& x, const Alloc& y) { return x.node < y.node; });
+  return alloc;
+}
+
 // Free GPUs over time as steps, for backfill reservations: free_[i] holds on
 // [times_[i], times_[i+1]); the last step lasts forever. Times are multiples of
 // bf_resolution from now (Slurm's backfill works in such slots, 60 s by default),
@@ -345,7 +403,7 @@ struct Simulator::Impl {
             s = fit_gang(Gang{t.gpus, Placement::even, std::nullopt, std::nullopt}, capacity,
                          "dl-sim");
             const auto all = even_splits(t.gpus, o.gpus_per_node, o.nodes);
-            for (std::size_t k = 1; k < all.size(); ++k) {
+            for (std::size_t k = 1; o.other_even_splits && k < all.size(); ++k) {
               j.more_shapes.emplace_back(all[k].nodes_min, all[k].gpus_per_node);
             }
           } else {
@@ -433,7 +491,8 @@ struct Simulator::Impl {
     const std::uint32_t need = j.per_node;
     for (std::uint32_t g = need; g <= o.gpus_per_node; ++g) fitting += nodes_with_free[g];
     if (fitting >= j.nodes) {
-      auto alloc = place_dl(free, j.nodes, j.per_node, leaf_of, leaves);
+      auto alloc = o.cons_tres_placement ? place_dl_cons_tres(free, j.nodes, j.per_node)
+                                         : place_dl(free, j.nodes, j.per_node, leaf_of, leaves);
       if (!alloc.empty()) return alloc;
     }
     return place_other_shapes(free, j);

@@ -68,6 +68,12 @@ struct Options {
   // nodes) and, when that does not fit now, another even split (dl::even_splits),
   // instead of its default pack shape (whole exclusive nodes).
   bool even_shapes = false;
+  // With even_shapes: whether to try the other even splits. false is what Slurm does
+  // (a job has the one shape job_submit/dl gave it): the calibration against slurmctld.
+  bool other_even_splits = true;
+  // dl: shapes placed as select/cons_tres places them (place_dl_cons_tres), not best
+  // fit: what the plugins get from Slurm (the calibration against slurmctld).
+  bool cons_tres_placement = false;
 };
 
 // One job's life in the simulation, for comparisons with a real controller.

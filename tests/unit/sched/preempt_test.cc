@@ -185,6 +185,16 @@ TEST(PreemptQueues, OnlyAJobInALowerQueuePreempts) {
   EXPECT_FALSE(may_preempt(pair, p));
 }
 
+TEST(PreemptQueues, ACheckpointDueAtAWholeSecondRunTimeIsNotTakenAsWrittenThen) {
+  // slurmctld sees 60 s of run time: the job may have run 59.1 s, before the checkpoint
+  // due at 60 s (bench/sched/calibrate saw such victims lose the whole interval).
+  EXPECT_FALSE(just_checkpointed(checkpointed_progress(60), 15.0, 2));
+  EXPECT_TRUE(just_checkpointed(checkpointed_progress(61), 15.0, 2));
+  EXPECT_TRUE(just_checkpointed(checkpointed_progress(63), 15.0, 2));
+  EXPECT_FALSE(just_checkpointed(checkpointed_progress(64), 15.0, 2));
+  EXPECT_DOUBLE_EQ(checkpointed_progress(0), 0);
+}
+
 TEST(PreemptQueues, AVictimOnlyRightAfterACheckpoint) {
   EXPECT_FALSE(just_checkpointed(599, 600.0, 60));  // none saved yet in this run
   EXPECT_TRUE(just_checkpointed(600, 600.0, 60));

@@ -322,6 +322,32 @@ TEST(Sim, EvenShapesTakeAnotherEvenSplitWhenTheFirstDoesNotFit) {
   EXPECT_DOUBLE_EQ(simulate(trace, even).outcomes[6].start_s, 5);
 }
 
+TEST(Sim, EvenFirstShapesKeepJobSubmitsOneSplitAsSlurmDoes) {
+  // As above, but a Slurm job has the one shape job_submit/dl gave it (2x3): it waits.
+  std::vector<TraceJob> trace;
+  for (std::uint64_t id = 1; id <= 6; ++id) trace.push_back(job(id, 0, 1000, 3));
+  trace.push_back(job(7, 5, 100, 6));
+  Options first = cluster(Policy::dl, 6, 4);
+  first.even_shapes = true;
+  first.other_even_splits = false;
+  EXPECT_GE(simulate(trace, first).outcomes[6].start_s, 1000);
+}
+
+TEST(Sim, ConsTresPlacementTakesTheFirstNodeOfTheRunNotTheBestFit) {
+  // 4 nodes x 4 GPUs: nodes 0 and 1 busy, node 2 free again at 10, node 3 has 2 free.
+  // A 2-GPU job at 11: cons_tres takes node 2 (the first of the run 2-3), best fit node
+  // 3; the 4-GPU job at 12 then waits for a whole node (1000) or starts at once.
+  const std::vector<TraceJob> trace = {job(1, 0, 1000, 4), job(2, 1, 1000, 4),  job(3, 2, 8, 4),
+                                       job(4, 3, 1000, 2), job(5, 11, 1000, 2), job(6, 12, 100, 4)};
+  Options slurm = cluster(Policy::dl, 4, 4);
+  slurm.even_shapes = true;
+  slurm.other_even_splits = false;
+  slurm.cons_tres_placement = true;
+  EXPECT_GE(simulate(trace, slurm).outcomes[5].start_s, 1000);
+  slurm.cons_tres_placement = false;
+  EXPECT_DOUBLE_EQ(simulate(trace, slurm).outcomes[5].start_s, 12);
+}
+
 TEST(Sim, DlBackfillsPastAJobThatFitsByGpuTotalsButNotByItsShape) {
   // 3 nodes x 4 GPUs with 3 busy on nodes 0 and 1: 6 GPUs free, but the 6-GPU gang B
   // has no even split that fits (2x3, 3x2, 6x1). A phantom reservation of those 6 GPUs
