@@ -297,9 +297,16 @@ void Launcher::end_step_without(const std::string& node) {
     log(LogLevel::warning, "{}", e.what());
   }
   // srun would still wait for the node's tasks: its step's other tasks have ended or
-  // end now (their rank 0 lost the node's ranks).
+  // end now (their rank 0 lost the node's ranks). They are killed too: a rank's dlrun
+  // still telling slurmctld about the failure waits 10 s on the resized job (without
+  // slurmdbd), and a requeue completes only when the step has ended.
   srun_killed_ = true;
   if (srun_) srun_->signal(SIGKILL);
+  try {
+    slurm::signal_steps(*s_.job.job, SIGKILL);
+  } catch (const std::exception& e) {
+    log(LogLevel::verbose, "{}", e.what());
+  }
 }
 
 void Launcher::resized() {

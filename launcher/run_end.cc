@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 
 #include "core/error.h"
@@ -144,14 +145,30 @@ RunOutcome conclude_run(const JobSettings& job, std::uint32_t max_stalled_restar
               job.job->to_string());
           break;
         }
-        warn_on_error([&] { slurm::remove_node(*job.job, info.nodes, lost_node); },
-                      "the job stays completing on it until Slurm marks it DOWN");
+        // The job-level launcher may have taken it out already (a second update of a
+        // resized job waits 5 s in slurmctld and fails without slurmdbd).
+        bool in_job = true;
+        warn_on_error([&] {
+          const auto nodes = slurm::expand_nodes(info.nodes);
+          in_job = std::find(nodes.begin(), nodes.end(), lost_node) != nodes.end();
+        });
+        if (in_job) {
+          warn_on_error([&] { slurm::remove_node(*job.job, info.nodes, lost_node); },
+                        "the job stays completing on it until Slurm marks it DOWN");
+        }
       }
       try {
-        slurm::requeue(*job.job, hold);
+        // After a node failure the job is requeued held, excludes the node and is
+        // released in one update: it is never eligible while the node could still take it
+        // (slurmctld does not know the node has failed before SlurmdTimeout).
+        slurm::requeue(*job.job, hold || node_failed);
         if (node_failed) {
-          warn_on_error([&] { slurm::exclude_failed_node(*job.job, lost_node); },
-                        "the next run may be placed on it");
+          try {
+            slurm::exclude_failed_node(*job.job, lost_node, !hold);
+          } catch (const std::exception& e) {
+            log(LogLevel::error, "{}: job {} stays held (release it with scontrol release {})",
+                e.what(), job.job->to_string(), job.job->to_string());
+          }
         }
         log(LogLevel::info, "{} job {}: {}", hold ? "held" : "requeued", job.job->to_string(),
             d.reason);

@@ -33,8 +33,9 @@ using ShowStatus = std::function<void(JobPhase, const std::string& detail)>;
 // after which Slurm 22.05 loses the GPUs of the job's next allocation ("gres/gpu: ...
 // node offset invalid" in slurmctld's log; the next run's srun fails with "Invalid
 // generic resource"). So the failed node is first removed from the job (as `scontrol
-// update JobId= NodeList=` does), then the job is requeued, and the node is added to
-// its ExcNodeList so that the next run does not land on it before Slurm marks it DOWN.
+// update JobId= NodeList=` does), then the job is requeued held, and one update adds
+// the node to its ExcNodeList and releases it: the next run cannot land on the node
+// before Slurm marks it DOWN, and need not wait for that.
 // When the failed node ran the batch script, Slurm requeues the job itself.
 // `in_allocation` (dlrun's job-level launcher, after a failed step it can start again):
 // where the guard would requeue a failure, the history is kept the same way but the job

@@ -196,14 +196,8 @@ void remove_node(const JobRef& job, const std::string& nodes, const std::string&
   log(LogLevel::info, "removed node {} from job {} (now on {})", node, job.to_string(), left.get());
 }
 
-void exclude_failed_node(const JobRef& job, const std::string& node) {
+void exclude_failed_node(const JobRef& job, const std::string& node, bool release) {
   init();
-  slurm_conf_t* conf_raw = nullptr;
-  if (slurm_load_ctl_conf(0, &conf_raw) != SLURM_SUCCESS) fail("load slurmctld's configuration");
-  const std::unique_ptr<slurm_conf_t, CtlConfDeleter> conf(conf_raw);
-  // slurmctld pings nodes every SlurmdTimeout/3 and marks one DOWN once it has been
-  // silent for SlurmdTimeout.
-  const time_t begin = time(nullptr) + conf->slurmd_timeout + conf->slurmd_timeout / 3 + 10;
   const std::string id = job.to_string();
   job_info_msg_t* raw = nullptr;
   if (slurm_load_job(&raw, job.job_id, SHOW_DETAIL) != SLURM_SUCCESS) fail("load job " + id);
@@ -215,12 +209,25 @@ void exclude_failed_node(const JobRef& job, const std::string& node) {
       excluded = fmt::format("{},{}", j.exc_nodes, node);
     }
   }
-  update_job(job, fmt::format("exclude node {} from", node), [&](job_desc_msg_t& desc) {
+  // slurmctld applies ExcNodeList before the priority: when the exclusion fails the job
+  // is not released. A job that was resized accepts no update until its requeue is
+  // complete (without slurmdbd; slurmctld waits 5 s before each such answer): the job is
+  // held meanwhile, so waiting costs nothing but time.
+  const auto set = [&](job_desc_msg_t& desc) {
     desc.exc_nodes = excluded.data();
-    desc.begin_time = begin;
-  });
-  log(LogLevel::info, "job {} excludes node {} and starts again once Slurm has marked it DOWN",
-      job.to_string(), node);
+    if (release) desc.priority = INFINITE;
+  };
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  int rc = update_job_rc(job, set);
+  while (rc == ESLURM_JOB_SETTING_DB_INX && std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    rc = update_job_rc(job, set);
+  }
+  if (rc != SLURM_SUCCESS) {
+    throw SystemError(
+        fmt::format("couldn't exclude node {} from job {}: {}", node, id, slurm_strerror(rc)));
+  }
+  log(LogLevel::info, "job {} excludes node {}{}", id, node, release ? " and is released" : "");
 }
 
 std::vector<std::string> expand_nodes(const std::string& nodes) {

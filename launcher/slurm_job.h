@@ -57,10 +57,11 @@ NodeInfo load_node(const std::string& node);
 // Shrinks a running job to its `nodes` without `node` (a node that has failed).
 void remove_node(const JobRef& job, const std::string& nodes, const std::string& node);
 
-// Adds `node` to a pending job's ExcNodeList, and holds the job back until slurmctld
-// will have marked that node DOWN (SlurmdTimeout and a ping interval from now): a run
-// that starts while slurmctld handles the node's failure can hang in its first step.
-void exclude_failed_node(const JobRef& job, const std::string& node);
+// Adds `node` (a node that has failed, which slurmctld may not know yet) to a pending
+// job's ExcNodeList and, with `release`, releases the job in the same update: the job
+// was requeued held so that no run could be placed on the node before it is excluded.
+// Throws when the update fails (the job then stays held).
+void exclude_failed_node(const JobRef& job, const std::string& node, bool release);
 
 // The host names of a node list ("n[1-3],n5" -> n1 n2 n3 n5), in its order.
 std::vector<std::string> expand_nodes(const std::string& nodes);

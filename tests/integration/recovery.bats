@@ -18,6 +18,7 @@ setup_file() {
 setup() { cd "$BATS_TEST_TMPDIR"; }
 
 teardown() {
+  [ ! -f watch.pid ] || stop_watch
   cancel_all
   local n pid run
   run=$(dirname "$SLURM_CONF")/run
@@ -134,6 +135,39 @@ stop_watch() { kill "$(cat watch.pid)" 2>/dev/null || true; }
   [ "$(job_field "$job" Restarts)" = 0 ]
   [ "$(job_field "$job" NodeList)" = "$batch" ]
   grep -q 'resumed from .* written by 4 ranks)' out.txt
+  check_against_reference "$ref" 1
+}
+
+@test "recovery 5: a node killed under a job that is not elastic: requeued at once, excluding it before the job may run again; equal to the reference" {
+  ref=$(reference 500)
+  job=$(submit -J "$(unique_name node-requeue)" -N2 --ntasks-per-node=2 --dl-gpus=4 \
+    --dl-ckpt-every=2s --open-mode=append -o out.txt \
+    --wrap "$DLRUN $DP --steps 500 --step-ms 40 --out $PWD/out.bin")
+  wait_until 90 '[ "$(written)" -ge 2 ]'
+  batch=$(job_field "$job" BatchHost)
+  victim=$(scontrol show hostnames "$(job_field "$job" NodeList)" | grep -vx "$batch" | head -n 1)
+  # The state, the exclusion and the reason, while the job goes round.
+  (while :; do
+    scontrol show job "$job" -o | tr ' ' '\n' |
+      awk -F= '$1 == "JobState" {s = $2} $1 == "ExcNodeList" {e = $2} $1 == "Reason" {r = $2}
+        END {print s, e, r}'
+    sleep 0.2
+  done >states.txt 2>/dev/null) &
+  echo $! >watch.pid
+  "$DL_ROOT/scripts/minicluster" kill-node "$victim"
+  wait_state "$job" COMPLETED 180
+  stop_watch
+  grep -q "node $victim does not answer: ending the step" out.txt
+  grep -q "job $job excludes node $victim and is released" out.txt
+  [ "$(job_field "$job" ExcNodeList)" = "$victim" ]
+  [ "$(job_field "$job" Restarts)" = 1 ]
+  ! scontrol show hostnames "$(job_field "$job" NodeList)" | grep -qx "$victim"
+  # Never pending without the exclusion unless held: no run could be placed on the node.
+  [ -z "$(awk '$1 == "PENDING" && $2 == "(null)" && $3 !~ /[Hh]eld/' states.txt)" ] || {
+    uniq -c states.txt
+    false
+  }
+  grep -q '^PENDING (null) .*[Hh]eld' states.txt || grep -q '^PENDING '"$victim"' ' states.txt
   check_against_reference "$ref" 1
 }
 
