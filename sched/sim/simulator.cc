@@ -61,58 +61,80 @@ struct Job {
 // Slurm-like uniform draws that do not depend on the standard library's distributions.
 double uniform01(std::mt19937_64& rng) { return static_cast<double>(rng() >> 11) * 0x1.0p-53; }
 
-// --gpus=N as select/cons_tres places it (its _eval_nodes): the runs of consecutive
-// nodes with free GPUs are the candidate sets; while GPUs are missing it takes the
-// set that suffices with the fewest free GPUs, or else the largest one (the first of
-// equals), GPUs from its nodes in order. A gang may span several sets: only
-// --contiguous asks for one.
-std::vector<Alloc> place_fifo(const std::vector<std::uint32_t>& free, std::uint32_t gpus) {
-  struct Run {
-    std::size_t start, end;
-    std::uint64_t sum;
-  };
-  std::vector<Run> runs;
-  std::uint64_t total = 0;
+// select/cons_tres' choice of nodes (its _eval_nodes): the runs of consecutive nodes
+// with at least `min_free` free GPUs are the candidate sets; while the request is not
+// met it takes the set that holds what is missing with the fewest free GPUs, or else the
+// largest one (the first of equals), nodes from the set in order.
+struct NodeRun {
+  std::size_t start, end;
+  std::uint64_t sum;    // free GPUs
+  std::uint32_t count;  // nodes
+};
+
+std::vector<NodeRun> node_runs(const std::vector<std::uint32_t>& free, std::uint32_t min_free) {
+  std::vector<NodeRun> runs;
   const std::size_t n = free.size();
   for (std::size_t i = 0; i < n;) {
-    if (free[i] == 0) {
+    if (free[i] < min_free) {
       ++i;
       continue;
     }
-    Run r{i, i, 0};
-    while (i < n && free[i] > 0) r.sum += free[i++];
+    NodeRun r{i, i, 0, 0};
+    while (i < n && free[i] >= min_free) {
+      r.sum += free[i++];
+      ++r.count;
+    }
     r.end = i;
-    total += r.sum;
     runs.push_back(r);
   }
+  return runs;
+}
+
+// The run cons_tres takes next while `left` is missing; `size` is what the request
+// counts in a run (its free GPUs or its nodes); a taken run has size 0.
+template <class Size>
+NodeRun& next_run(std::vector<NodeRun>& runs, std::uint64_t left, Size size) {
+  std::size_t pick = runs.size();
+  for (std::size_t k = 0; k < runs.size(); ++k) {
+    if (size(runs[k]) == 0) continue;
+    if (pick == runs.size()) {
+      pick = k;
+      continue;
+    }
+    const bool fits = size(runs[k]) >= left, pick_fits = size(runs[pick]) >= left;
+    if (fits ? !pick_fits || runs[k].sum < runs[pick].sum
+             : !pick_fits && runs[k].sum > runs[pick].sum) {
+      pick = k;
+    }
+  }
+  return runs[pick];
+}
+
+std::vector<Alloc> sorted_by_node(std::vector<Alloc> alloc) {
+  std::sort(alloc.begin(), alloc.end(),
+            [](const Alloc& x, const Alloc& y) { return x.node < y.node; });
+  return alloc;
+}
+
+// --gpus=N as select/cons_tres places it: GPUs from the nodes of the runs it takes. A
+// gang may span several runs: only --contiguous asks for one.
+std::vector<Alloc> place_fifo(const std::vector<std::uint32_t>& free, std::uint32_t gpus) {
+  auto runs = node_runs(free, 1);
+  std::uint64_t total = 0;
+  for (const auto& r : runs) total += r.sum;
   std::vector<Alloc> alloc;
   if (total < gpus) return alloc;
   std::uint32_t left = gpus;
   while (left > 0) {
-    std::size_t pick = runs.size();
-    for (std::size_t k = 0; k < runs.size(); ++k) {
-      if (runs[k].sum == 0) continue;
-      if (pick == runs.size()) {
-        pick = k;
-        continue;
-      }
-      const bool fits = runs[k].sum >= left, pick_fits = runs[pick].sum >= left;
-      if (fits ? !pick_fits || runs[k].sum < runs[pick].sum
-               : !pick_fits && runs[k].sum > runs[pick].sum) {
-        pick = k;
-      }
-    }
-    Run& r = runs[pick];
+    NodeRun& r = next_run(runs, left, [](const NodeRun& run) { return run.sum; });
     for (std::size_t k = r.start; k < r.end && left > 0; ++k) {
       const auto take = std::min(left, free[k]);
       alloc.push_back({static_cast<std::uint32_t>(k), take});
       left -= take;
     }
-    r.sum = 0;
+    r.sum = r.count = 0;
   }
-  std::sort(alloc.begin(), alloc.end(),
-            [](const Alloc& x, const Alloc& y) { return x.node < y.node; });
-  return alloc;
+  return sorted_by_node(std::move(alloc));
 }
 
 // A dl shape: one node with the fewest free GPUs that suffice (best fit, so large
@@ -155,62 +177,27 @@ std::vector<Alloc> place_dl(const std::vector<std::uint32_t>& free, std::uint32_
   return alloc;
 }
 
-// A dl shape as select/cons_tres places it (its _eval_nodes) when the job asks for
-// `per_node` GPUs on each of `nodes` nodes: the nodes with that many free GPUs form runs
-// of consecutive nodes; while nodes are missing it takes the run that has enough of
-// them with the fewest free GPUs, or else the largest run (the first of equals), nodes
-// from the run in order. Not best fit: a one-node job may take a node with more free
-// GPUs than another run's single node, if its run has fewer free GPUs in all.
+// A dl shape as select/cons_tres places it when the job asks for `per_node` GPUs on each
+// of `nodes` nodes: the runs are of nodes with that many free GPUs, and the run taken is
+// the one with enough of them and the fewest free GPUs, or else the largest. Not best
+// fit: a one-node job may take a node with more free GPUs than another run's single
+// node, if its run has fewer free GPUs in all.
 std::vector<Alloc> place_dl_cons_tres(const std::vector<std::uint32_t>& free, std::uint32_t nodes,
                                       std::uint32_t per_node) {
-  struct Run {
-    std::size_t start, end;
-    std::uint64_t sum;
-    std::uint32_t count;
-  };
-  std::vector<Run> runs;
+  auto runs = node_runs(free, per_node);
   std::uint64_t total = 0;
-  const std::size_t n = free.size();
-  for (std::size_t i = 0; i < n;) {
-    if (free[i] < per_node) {
-      ++i;
-      continue;
-    }
-    Run r{i, i, 0, 0};
-    while (i < n && free[i] >= per_node) {
-      r.sum += free[i++];
-      ++r.count;
-    }
-    r.end = i;
-    total += r.count;
-    runs.push_back(r);
-  }
+  for (const auto& r : runs) total += r.count;
   std::vector<Alloc> alloc;
   if (total < nodes) return alloc;
   std::uint32_t left = nodes;
   while (left > 0) {
-    std::size_t pick = runs.size();
-    for (std::size_t k = 0; k < runs.size(); ++k) {
-      if (runs[k].count == 0) continue;
-      if (pick == runs.size()) {
-        pick = k;
-        continue;
-      }
-      const bool fits = runs[k].count >= left, pick_fits = runs[pick].count >= left;
-      if (fits ? !pick_fits || runs[k].sum < runs[pick].sum
-               : !pick_fits && runs[k].sum > runs[pick].sum) {
-        pick = k;
-      }
-    }
-    Run& r = runs[pick];
+    NodeRun& r = next_run(runs, left, [](const NodeRun& run) { return run.count; });
     for (std::size_t k = r.start; k < r.end && left > 0; ++k, --left) {
       alloc.push_back({static_cast<std::uint32_t>(k), per_node});
     }
-    r.count = 0;
+    r.sum = r.count = 0;
   }
-  std::sort(alloc.begin(), alloc.end(),
-            [](const Alloc& x, const Alloc& y) { return x.node < y.node; });
-  return alloc;
+  return sorted_by_node(std::move(alloc));
 }
 
 // Free GPUs over time as steps, for backfill reservations: free_[i] holds on
