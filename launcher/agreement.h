@@ -14,6 +14,7 @@
 //      or exited; the round is complete when all have.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <vector>
 
@@ -32,6 +33,16 @@ struct StepReport {
 // stays at its step, a running one reaches at least step + 1. -1 when no rank uses the
 // client API.
 std::int64_t agree_on_step(const std::vector<StepReport>& reports);
+
+// When the next periodic round (--dl-ckpt-every) starts, after a round that started at
+// `started` has ended at `ended`: `every` after the previous round started, so that
+// checkpoints come every `every` whatever a round takes (scheduling from its end would
+// stretch every interval by the round's time, and with it the work a failure loses on
+// average); but at least half an interval after it ended, so that rounds slower than
+// the interval still leave the program time to train.
+std::chrono::steady_clock::time_point next_periodic_round(
+    std::chrono::steady_clock::time_point started, std::chrono::steady_clock::time_point ended,
+    std::chrono::steady_clock::duration every);
 
 // Rank 0's bookkeeping for one round.
 class CheckpointRound {

@@ -324,6 +324,19 @@ TEST(Agreement, RoundCompletesWhenEveryRankIsDoneOrExited) {
   EXPECT_TRUE(r.stop());
 }
 
+TEST(Agreement, PeriodicRoundsComeEveryIntervalWhateverARoundTakes) {
+  using Clock = std::chrono::steady_clock;
+  const Clock::time_point t0{};
+  // A round that started at 30 s and took 0.4 s: the next one at 60 s, not 60.4 s (the
+  // interval, and half of it lost on average by a failure, is what --dl-ckpt-every says).
+  EXPECT_EQ(next_periodic_round(t0 + 30s, t0 + 30400ms, 30s), t0 + 60s);
+  EXPECT_EQ(next_periodic_round(t0 + 30s, t0 + 30s, 30s), t0 + 60s);
+  // A round slower than the interval: half an interval of training after it, not
+  // back-to-back rounds.
+  EXPECT_EQ(next_periodic_round(t0 + 30s, t0 + 70s, 30s), t0 + 85s);
+  EXPECT_EQ(next_periodic_round(t0 + 30s, t0 + 50s, 30s), t0 + 65s);
+}
+
 TEST(Agreement, ARoundKnowsWhenNoProgramCanCheckpoint) {
   CheckpointRound none(1, 2, true);
   none.report(0, {false, kNoClientApi});
