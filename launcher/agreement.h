@@ -34,6 +34,20 @@ struct StepReport {
 // client API.
 std::int64_t agree_on_step(const std::vector<StepReport>& reports);
 
+// How long a rank's dlrun waits, in a round, for its program to stop at its next
+// report_step before it answers for it as running. Waiting longer gains nothing: a
+// program running at step s stops at s + 1 at the latest (the request is raised in its
+// page), which is also what a running answer bounds it by; and a rank whose program is
+// blocked in a collective with a peer that stopped cannot stop before it is answered for,
+// so every rank stalls this long. It was 500 ms: one round in five on a loaded machine
+// stalled every rank for half a second. Long enough for every write the program made
+// before the request to be seen.
+inline constexpr std::chrono::milliseconds kFreezeWait{20};
+
+// Whether a rank's dlrun answers the round now: its program stopped (`frozen`), or
+// reports no steps (`step` < 0: none yet, or kNoClientApi), or `waited` kFreezeWait.
+bool answer_round_now(bool frozen, std::int64_t step, std::chrono::steady_clock::duration waited);
+
 // When the next periodic round (--dl-ckpt-every) starts, after a round that started at
 // `started` has ended at `ended`: `every` after the previous round started, so that
 // checkpoints come every `every` whatever a round takes (scheduling from its end would

@@ -324,6 +324,17 @@ TEST(Agreement, RoundCompletesWhenEveryRankIsDoneOrExited) {
   EXPECT_TRUE(r.stop());
 }
 
+TEST(Agreement, ARunningRankIsAnsweredForWithinAFewMilliseconds) {
+  // A rank blocked in a collective with a peer that stopped at its report_step cannot
+  // stop itself: every rank waits until it is answered for (it was after 500 ms).
+  EXPECT_TRUE(answer_round_now(false, 100, 20ms));
+  EXPECT_TRUE(answer_round_now(false, 100, 50ms));
+  EXPECT_FALSE(answer_round_now(false, 100, 1ms)) << "a program just at its report_step";
+  EXPECT_TRUE(answer_round_now(true, 100, 0ms)) << "stopped: answered at once";
+  EXPECT_TRUE(answer_round_now(false, -1, 0ms)) << "no step reported yet";
+  EXPECT_TRUE(answer_round_now(false, kNoClientApi, 0ms));
+}
+
 TEST(Agreement, PeriodicRoundsComeEveryIntervalWhateverARoundTakes) {
   using Clock = std::chrono::steady_clock;
   const Clock::time_point t0{};
