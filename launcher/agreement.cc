@@ -15,6 +15,16 @@ std::int64_t agree_on_step(const std::vector<StepReport>& reports) {
   return any ? target : -1;
 }
 
+bool answer_round_now(bool frozen, std::int64_t step, std::chrono::steady_clock::duration waited) {
+  return frozen || step < 0 || waited >= kFreezeWait;
+}
+
+std::chrono::steady_clock::time_point next_periodic_round(
+    std::chrono::steady_clock::time_point started, std::chrono::steady_clock::time_point ended,
+    std::chrono::steady_clock::duration every) {
+  return std::max(started + every, ended + every / 2);
+}
+
 CheckpointRound::CheckpointRound(std::uint64_t seq, std::uint32_t world_size, bool stop)
     : seq_(seq),
       stop_(stop),

@@ -14,6 +14,7 @@
 //      or exited; the round is complete when all have.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <vector>
 
@@ -32,6 +33,30 @@ struct StepReport {
 // stays at its step, a running one reaches at least step + 1. -1 when no rank uses the
 // client API.
 std::int64_t agree_on_step(const std::vector<StepReport>& reports);
+
+// How long a rank's dlrun waits, in a round, for its program to stop at its next
+// report_step before it answers for it as running. Waiting longer gains nothing: a
+// program running at step s stops at s + 1 at the latest (the request is raised in its
+// page), which is also what a running answer bounds it by; and a rank whose program is
+// blocked in a collective with a peer that stopped cannot stop before it is answered for,
+// so every rank stalls this long. It was 500 ms: one round in five on a loaded machine
+// stalled every rank for half a second. Long enough for every write the program made
+// before the request to be seen.
+inline constexpr std::chrono::milliseconds kFreezeWait{20};
+
+// Whether a rank's dlrun answers the round now: its program stopped (`frozen`), or
+// reports no steps (`step` < 0: none yet, or kNoClientApi), or `waited` kFreezeWait.
+bool answer_round_now(bool frozen, std::int64_t step, std::chrono::steady_clock::duration waited);
+
+// When the next periodic round (--dl-ckpt-every) starts, after a round that started at
+// `started` has ended at `ended`: `every` after the previous round started, so that
+// checkpoints come every `every` whatever a round takes (scheduling from its end would
+// stretch every interval by the round's time, and with it the work a failure loses on
+// average); but at least half an interval after it ended, so that rounds slower than
+// the interval still leave the program time to train.
+std::chrono::steady_clock::time_point next_periodic_round(
+    std::chrono::steady_clock::time_point started, std::chrono::steady_clock::time_point ended,
+    std::chrono::steady_clock::duration every);
 
 // Rank 0's bookkeeping for one round.
 class CheckpointRound {

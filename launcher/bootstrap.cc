@@ -107,18 +107,12 @@ void choose_local_rendezvous(Bootstrap& b, const std::string& node, const Resume
 
 Bootstrap bootstrap(const std::string& node, const ResumeRequest& request) {
   const std::string& ckpt_dir = request.ckpt_dir;
-  // Every rank waits in the fence for rank 0, so rank 0 loads NCCL (tens of ms when
-  // cold) and looks for the checkpoint to resume from while PMIx initializes; srun
-  // already told it its rank.
-  const char* env_rank = std::getenv("PMIX_RANK");
-  std::future<NcclId> nccl;
-  std::future<std::optional<ResumePoint>> resume;
-  if (env_rank && std::string(env_rank) == "0") {
-    nccl = std::async(std::launch::async, nccl_id);
-    if (!ckpt_dir.empty()) {
-      resume = std::async(std::launch::async, choose_resume, request);
-    }
-  }
+  // The environment is changed (here and by PMIx_Init, which adds its own variables)
+  // before rank 0 starts the threads below: setenv may move the environment while
+  // another thread's getenv reads it (loading NCCL or HDF5 reads variables), and a
+  // rank 0 that started them first crashed in getenv (SIGSEGV) now and then, leaving
+  // the other ranks in the fence. Then rank 0 loads NCCL (tens of ms when cold) and
+  // looks for the checkpoint to resume from at the same time.
   setenv(pmix::kStoreVariable, pmix::kStoreValue, 1);
   Bootstrap b;
   b.pmix = std::make_unique<pmix::Session>();
@@ -128,7 +122,13 @@ Bootstrap bootstrap(const std::string& node, const ResumeRequest& request) {
   b.layout.local_rank = pmix.local_rank();
   b.layout.local_world_size = pmix.local_size();
   b.layout.node_rank = pmix.node_id();
+  std::future<NcclId> nccl;
+  std::future<std::optional<ResumePoint>> resume;
   if (b.layout.rank == 0) {
+    nccl = std::async(std::launch::async, nccl_id);
+    if (!ckpt_dir.empty()) {
+      resume = std::async(std::launch::async, choose_resume, request);
+    }
     // Still joins the fence on failure, so that the other ranks learn why.
     choose_as_rank0(b, node, request, "", nccl, resume);
     pmix.put(kRendezvousKey, encode_rendezvous(b.rendezvous));

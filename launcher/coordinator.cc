@@ -136,6 +136,7 @@ void Coordinator::want(bool stop, const std::string& why, Steady::time_point now
     return;
   }
   round_.emplace(next_seq_++, world_size_, stop);
+  round_started_ = now;
   if (stop) exp::record_event("stop_requested", why);
   round_why_ = why;
   round_deadline_ = now + job_.grace;
@@ -189,7 +190,7 @@ void Coordinator::check_round(Steady::time_point now) {
   log(LogLevel::verbose, "checkpoint round {} complete in {} ms", round_->seq(), took.count());
   round_.reset();
   target_sent_ = false;
-  if (job_.ckpt_every) next_periodic_ = now + *job_.ckpt_every;
+  if (job_.ckpt_every) next_periodic_ = next_periodic_round(round_started_, now, *job_.ckpt_every);
   if (stop) end_run(RunEnd::stopped, kExitRequeued, why, now);
 }
 
@@ -242,7 +243,8 @@ void Coordinator::tick(Steady::time_point now) {
         round_->seq(), job_.grace.count());
     round_.reset();
     target_sent_ = false;
-    if (job_.ckpt_every) next_periodic_ = now + *job_.ckpt_every;
+    if (job_.ckpt_every)
+      next_periodic_ = next_periodic_round(round_started_, now, *job_.ckpt_every);
   }
   // The deadline only makes sense when the job can resume from what it saves.
   if (!deadline_fired_ && !job_.ckpt_dir.empty() && job_info_) {

@@ -37,10 +37,6 @@ namespace {
 using Steady = std::chrono::steady_clock;
 using namespace std::chrono_literals;
 
-// How long a rank waits for its program to stop at its next report_step before it
-// answers for it unfrozen. Long enough for a fast training step, short enough that a
-// rank blocked in a collective with a frozen peer does not delay the checkpoint much.
-constexpr auto kFreezeWait = 500ms;
 // Every rank's dlrun connects to rank 0 right after the fence; this is generous.
 constexpr auto kConnectTimeout = 60s;
 // After END, rank 0 waits this long beyond kill_wait for the other ranks to hang up, so
@@ -682,7 +678,7 @@ void Supervisor::tick(Steady::time_point now) {
     const bool frozen =
         page.frozen_seq.load(std::memory_order_acquire) == static_cast<std::int64_t>(round_->seq);
     // A program that never reported a step does not use the client API: no wait.
-    if (frozen || step < 0 || now - round_->started >= kFreezeWait) answer_round(frozen, step);
+    if (answer_round_now(frozen, step, now - round_->started)) answer_round(frozen, step);
   }
   if (program_ && round_ && round_->has_target && !round_->done_sent) {
     const channel::Page& page = channel_->page();

@@ -324,6 +324,30 @@ TEST(Agreement, RoundCompletesWhenEveryRankIsDoneOrExited) {
   EXPECT_TRUE(r.stop());
 }
 
+TEST(Agreement, ARunningRankIsAnsweredForWithinAFewMilliseconds) {
+  // A rank blocked in a collective with a peer that stopped at its report_step cannot
+  // stop itself: every rank waits until it is answered for (it was after 500 ms).
+  EXPECT_TRUE(answer_round_now(false, 100, 20ms));
+  EXPECT_TRUE(answer_round_now(false, 100, 50ms));
+  EXPECT_FALSE(answer_round_now(false, 100, 1ms)) << "a program just at its report_step";
+  EXPECT_TRUE(answer_round_now(true, 100, 0ms)) << "stopped: answered at once";
+  EXPECT_TRUE(answer_round_now(false, -1, 0ms)) << "no step reported yet";
+  EXPECT_TRUE(answer_round_now(false, kNoClientApi, 0ms));
+}
+
+TEST(Agreement, PeriodicRoundsComeEveryIntervalWhateverARoundTakes) {
+  using Clock = std::chrono::steady_clock;
+  const Clock::time_point t0{};
+  // A round that started at 30 s and took 0.4 s: the next one at 60 s, not 60.4 s (the
+  // interval, and half of it lost on average by a failure, is what --dl-ckpt-every says).
+  EXPECT_EQ(next_periodic_round(t0 + 30s, t0 + 30400ms, 30s), t0 + 60s);
+  EXPECT_EQ(next_periodic_round(t0 + 30s, t0 + 30s, 30s), t0 + 60s);
+  // A round slower than the interval: half an interval of training after it, not
+  // back-to-back rounds.
+  EXPECT_EQ(next_periodic_round(t0 + 30s, t0 + 70s, 30s), t0 + 85s);
+  EXPECT_EQ(next_periodic_round(t0 + 30s, t0 + 50s, 30s), t0 + 65s);
+}
+
 TEST(Agreement, ARoundKnowsWhenNoProgramCanCheckpoint) {
   CheckpointRound none(1, 2, true);
   none.report(0, {false, kNoClientApi});
