@@ -12,6 +12,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <thread>
 
 #include "core/error.h"
 #include "core/log.h"
@@ -272,11 +273,17 @@ void Launcher::on_report_readable(std::size_t i, const StepShape& shape) {
       std::find(shape.nodes.begin(), shape.nodes.end(), *node) == shape.nodes.end()) {
     return;
   }
+  // Three checks half a second apart: a node killed a moment ago can still accept a
+  // connection while its processes die (seen on a loaded machine: its ranks' sockets were
+  // gone, its slurmd's listening socket not yet).
   bool alive = true;
-  try {
-    alive = node_answers(*node);
-  } catch (const std::exception& e) {
-    log(LogLevel::warning, "{} (taking node {} for alive)", e.what(), *node);
+  for (int check = 0; check < 3 && alive; ++check) {
+    if (check > 0) std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    try {
+      alive = node_answers(*node);
+    } catch (const std::exception& e) {
+      log(LogLevel::warning, "{} (taking node {} for alive)", e.what(), *node);
+    }
   }
   if (alive) {
     log(LogLevel::info, "the step lost its ranks on node {}, whose slurmd still answers", *node);
