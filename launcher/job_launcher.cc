@@ -100,13 +100,7 @@ void Launcher::show(JobPhase phase, const std::string& detail) {
   st.detail = detail;
   const std::string text = format_status(st);
   log(LogLevel::info, "{}", text);
-  if (comment_frozen_) return;
-  try {
-    const slurm::JobInfo info = slurm::load_job(*s_.job.job);
-    slurm::set_comment(*s_.job.job, merge_comment(comment_prefix(info.comment), text));
-  } catch (const std::exception& e) {
-    log(LogLevel::warning, "{}", e.what());
-  }
+  if (!comment_frozen_) slurm::post_status(*s_.job.job, text);
 }
 
 void Launcher::on_signal(int sig) {

@@ -17,6 +17,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "core/parse.h"
+#include "launcher/status.h"
 
 // Exported by libslurm 22.05 (aliases of job_state_string and job_reason_string, as
 // squeue uses them) but not declared in <slurm/slurm.h>.
@@ -276,6 +277,17 @@ bool set_comment(const JobRef& job, const std::string& comment) {
                                   slurm_strerror(rc)));
   }
   return true;
+}
+
+void post_status(const JobRef& job, const std::string& status) {
+  try {
+    const JobInfo info = load_job(job);
+    if (!set_comment(job, merge_comment(comment_prefix(info.comment), status))) {
+      log(LogLevel::verbose, "the job has ended: its comment stays as it is");
+    }
+  } catch (const std::exception& e) {
+    log(LogLevel::warning, "{}", e.what());
+  }
 }
 
 std::vector<JobRow> list_jobs(std::optional<std::uint32_t> uid) {

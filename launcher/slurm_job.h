@@ -74,6 +74,10 @@ bool resized_jobs_frozen();
 void signal_steps(const JobRef& job, int sig);
 // False when the job has already ended (a cancelled job's comment cannot change).
 bool set_comment(const JobRef& job, const std::string& comment);
+// Puts `status` (a format_status line) in place of the status part of the job's
+// comment, after what job_submit/dl wrote there. Errors are logged as warnings; a job
+// that has ended keeps its comment.
+void post_status(const JobRef& job, const std::string& status);
 
 // Every job slurmctld knows (of user `uid` only, when given), as dl-jobs shows them:
 // the state and pending reason in Slurm's words, the expected start of a pending job

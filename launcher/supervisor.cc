@@ -589,15 +589,7 @@ void Supervisor::show_status_without_rank0(JobPhase phase, const std::string& de
   s.detail = detail;
   const std::string text = format_status(s);
   log(LogLevel::info, "{}", text);
-  if (!job_.job) return;
-  try {
-    const slurm::JobInfo info = slurm::load_job(*job_.job);
-    if (!slurm::set_comment(*job_.job, merge_comment(comment_prefix(info.comment), text))) {
-      log(LogLevel::verbose, "the job has ended: its comment stays as it is");
-    }
-  } catch (const std::exception& e) {
-    log(LogLevel::warning, "{}", e.what());
-  }
+  if (job_.job) slurm::post_status(*job_.job, text);
 }
 
 void Supervisor::on_accept() {
