@@ -298,12 +298,9 @@ int modify(job_desc_msg_t* update, job_record_t* job) {
 
 extern "C" {
 // Globals the plugin loader reads; `extern` keeps them visible from C++.
-extern const char plugin_name[];
-extern const char plugin_type[];
-extern const uint32_t plugin_version;
-const char plugin_name[] = "slurm-dl job_submit: DL gang shapes and preemptible jobs";
-const char plugin_type[] = "job_submit/dl";
-const uint32_t plugin_version = SLURM_VERSION_NUMBER;
+extern const char plugin_name[] = "slurm-dl job_submit: DL gang shapes and preemptible jobs";
+extern const char plugin_type[] = "job_submit/dl";
+extern const uint32_t plugin_version = SLURM_VERSION_NUMBER;
 
 int init(void) {
   return dl::sched::guarded("init", SLURM_ERROR, [] {

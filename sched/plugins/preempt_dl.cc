@@ -80,12 +80,11 @@ std::uint32_t victim_priority(const job_record_t* job) {
 }  // namespace dl::sched
 
 extern "C" {
-extern const char plugin_name[];
-extern const char plugin_type[];
-extern const uint32_t plugin_version;
-const char plugin_name[] = "slurm-dl preemption: partition tiers, DL victims losing the least work";
-const char plugin_type[] = "preempt/dl";
-const uint32_t plugin_version = SLURM_VERSION_NUMBER;
+// Globals the plugin loader reads; `extern` keeps them visible from C++.
+extern const char plugin_name[] =
+    "slurm-dl preemption: partition tiers, DL victims losing the least work";
+extern const char plugin_type[] = "preempt/dl";
+extern const uint32_t plugin_version = SLURM_VERSION_NUMBER;
 
 int init(void) {
   return dl::sched::guarded("init", SLURM_ERROR, [] {

@@ -192,12 +192,10 @@ void stop() { stop_sampler(plugin()); }
 }  // namespace dl::sched
 
 extern "C" {
-extern const char plugin_name[];
-extern const char plugin_type[];
-extern const uint32_t plugin_version;
-const char plugin_name[] = "slurm-dl site factor: least attained GPU service, with aging";
-const char plugin_type[] = "site_factor/dl";
-const uint32_t plugin_version = SLURM_VERSION_NUMBER;
+// Globals the plugin loader reads; `extern` keeps them visible from C++.
+extern const char plugin_name[] = "slurm-dl site factor: least attained GPU service, with aging";
+extern const char plugin_type[] = "site_factor/dl";
+extern const uint32_t plugin_version = SLURM_VERSION_NUMBER;
 
 int init(void) { return dl::sched::guarded("init", SLURM_ERROR, dl::sched::start); }
 
