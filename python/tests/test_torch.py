@@ -340,19 +340,17 @@ class TorchStateTest(unittest.TestCase):
             "optimizer/param_groups/0: holds parameters saved in groups [0, 1]", str(e.exception)
         )
 
-    def test_ranks_write_parts_and_any_world_size_reads_them(self):
-        torch.manual_seed(3)
-        model = torch.nn.Sequential(torch.nn.Linear(5, 7), torch.nn.BatchNorm1d(7))
-        opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
-        sgd_step(model, opt, torch.randn(8, 5))
+    def save_as_two_ranks(self, run_id, state_of):
+        """Ranks 0 and 1 of a run, each a forked process: state_of(rank) builds the rank's
+        TrainState, which ends a step and saves once."""
         pids = []
         for rank in range(2):
             pid = os.fork()
             if pid == 0:
                 code = 1
                 try:
-                    os.environ.update(RANK=str(rank), WORLD_SIZE="2", DL_CKPT_RUN_ID="torch-test")
-                    state = TrainState(model=model, optimizer=opt, ckpt_dir=self.dir)
+                    os.environ.update(RANK=str(rank), WORLD_SIZE="2", DL_CKPT_RUN_ID=run_id)
+                    state = state_of(rank)
                     state.end_step()
                     state.save()
                     state.close()
@@ -364,6 +362,15 @@ class TorchStateTest(unittest.TestCase):
             pids.append(pid)
         for pid in pids:
             self.assertEqual(os.waitpid(pid, 0)[1], 0)
+
+    def test_ranks_write_parts_and_any_world_size_reads_them(self):
+        torch.manual_seed(3)
+        model = torch.nn.Sequential(torch.nn.Linear(5, 7), torch.nn.BatchNorm1d(7))
+        opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+        sgd_step(model, opt, torch.randn(8, 5))
+        self.save_as_two_ranks(
+            "torch-test", lambda rank: TrainState(model=model, optimizer=opt, ckpt_dir=self.dir)
+        )
         path = ckpt.latest_valid(self.dir)
         with open(os.path.join(path, "manifest.json")) as f:
             pieces = {t["name"]: [p["rank"] for p in t["pieces"]] for t in json.load(f)["tensors"]}
@@ -394,26 +401,11 @@ class TorchStateTest(unittest.TestCase):
             specs = {"weight": ((8, 5), (lo, 0)), "bias": ((8,), (lo,))}
             return local, opt, specs
 
-        pids = []
-        for rank in range(2):
-            pid = os.fork()
-            if pid == 0:
-                code = 1
-                try:
-                    os.environ.update(RANK=str(rank), WORLD_SIZE="2", DL_CKPT_RUN_ID="shard-test")
-                    local, opt, specs = shard(rank)
-                    state = TrainState(model=local, optimizer=opt, shards=specs, ckpt_dir=self.dir)
-                    state.end_step()
-                    state.save()
-                    state.close()
-                    code = 0
-                except Exception as e:
-                    print(f"rank {rank}: {e}", file=sys.stderr)
-                finally:
-                    os._exit(code)
-            pids.append(pid)
-        for pid in pids:
-            self.assertEqual(os.waitpid(pid, 0)[1], 0)
+        def state_of(rank):
+            local, opt, specs = shard(rank)
+            return TrainState(model=local, optimizer=opt, shards=specs, ckpt_dir=self.dir)
+
+        self.save_as_two_ranks("shard-test", state_of)
         path = ckpt.latest_valid(self.dir)
         with open(os.path.join(path, "manifest.json")) as f:
             tensors = {t["name"]: t for t in json.load(f)["tensors"]}
