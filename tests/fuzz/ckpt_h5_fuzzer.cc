@@ -10,33 +10,18 @@
 // manifest.json, then the shards by rank); the seeds are the same real checkpoints.
 // libhdf5 itself is not instrumented: a crash inside it shows as a SEGV with libhdf5
 // frames, not a sanitizer report of ours (see SECURITY.md, "The checkpoint files").
-#include <dl/ckpt.h>
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <cstdint>
 #include <cstdlib>
 #include <string>
 #include <vector>
 
 #include "ckpt/manifest.h"
-#include "ckpt/names.h"
 #include "ckpt/xxh.h"
-#include "core/error.h"
-#include "core/log.h"
-#include "core/sysio.h"
+#include "tests/fuzz/ckpt_input.h"
 
 namespace {
 
-std::string root;
-
-using Bytes = std::vector<std::uint8_t>;
-
-void write(const std::string& path, const std::uint8_t* data, std::size_t size) {
-  dl::sys::Fd fd = dl::sys::open_file(path, O_WRONLY | O_CREAT | O_TRUNC);
-  dl::sys::write_all_at(fd, data, size, 0);
-  fd.close();
-}
+using dl::fuzz::Bytes;
 
 std::uint64_t hash(const Bytes& file, std::uint64_t offset, std::uint64_t size) {
   dl::ckpt::Xxh3 h;
@@ -88,34 +73,19 @@ std::string fix_up(const std::string& text, const std::vector<Bytes>& shards) {
   }
 }
 
+// The records with the manifest fixed up to agree with the shards.
 void unpack(const std::uint8_t* data, std::size_t size) {
-  std::vector<Bytes> records;
-  while (size > 0 && records.size() < 5) {
-    std::uint32_t n = 0;
-    for (int i = 0; i < 4 && size > 0; ++i, ++data, --size) n |= std::uint32_t{*data} << (8 * i);
-    const std::size_t len = std::min<std::size_t>(n, size);
-    records.emplace_back(data, data + len);
-    data += len;
-    size -= len;
-  }
+  std::vector<Bytes> records = dl::fuzz::split_records(data, size);
   if (records.empty()) records.emplace_back();
-  const std::string step = dl::sys::join(root, "step-000000001");
-  dl::sys::remove_tree(step);
-  dl::sys::make_dir(step);
-  const unsigned world = records.size() > 1 ? static_cast<unsigned>(records.size() - 1) : 1;
   const std::vector<Bytes> shards(records.begin() + 1, records.end());
   const std::string manifest = fix_up(std::string(records[0].begin(), records[0].end()), shards);
-  write(dl::sys::join(step, dl::ckpt::kManifestName),
-        reinterpret_cast<const std::uint8_t*>(manifest.data()), manifest.size());
-  for (std::size_t i = 0; i < shards.size(); ++i) {
-    write(dl::sys::join(step, dl::ckpt::shard_file_name(static_cast<unsigned>(i), world)),
-          shards[i].data(), shards[i].size());
-  }
+  records[0].assign(manifest.begin(), manifest.end());
+  dl::fuzz::write_step(records);
 }
 
 void exercise() {
   using dl::ckpt::Verify;
-  const std::string step = dl::sys::join(root, "step-000000001");
+  const std::string step = dl::fuzz::step_dir();
   const dl::ckpt::Reader reader = dl::ckpt::Reader::open(step, Verify::full);
   for (const dl::ckpt::TensorInfo& t : reader.tensors()) {
     std::uint64_t bytes = dl::ckpt::dtype_size(t.dtype);
@@ -144,20 +114,9 @@ extern "C" const char* __asan_default_suppressions() {
 }
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
-  char tmpl[] = "/dev/shm/dl-ckpt-h5-fuzz-XXXXXX";
-  if (::mkdtemp(tmpl) == nullptr) std::abort();
-  root = tmpl;
-  std::atexit([] { dl::sys::remove_tree(root); });
-  dl::set_log_sink([](dl::LogLevel, std::string_view) {});
-  return 0;
+  return dl::fuzz::initialize("/dev/shm/dl-ckpt-h5-fuzz-XXXXXX");
 }
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  unpack(data, size);
-  try {
-    exercise();
-  } catch (const dl::ckpt::CorruptError&) {
-  } catch (const dl::SystemError&) {
-  }
-  return 0;
+  return dl::fuzz::run_input(data, size, unpack, exercise);
 }
