@@ -162,4 +162,7 @@ std::string base_name(const std::string& path);
 
 std::string hostname();
 
+// The environment variable `name`, if it is set.
+std::optional<std::string> getenv_opt(const std::string& name);
+
 }  // namespace dl::sys

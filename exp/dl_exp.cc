@@ -37,12 +37,6 @@ namespace {
 
 using nlohmann::json;
 
-std::optional<std::string> getenv_opt(const std::string& name) {
-  const char* v = std::getenv(name.c_str());
-  if (!v) return std::nullopt;
-  return std::string(v);
-}
-
 // A terminal table: columns as wide as their widest cell.
 void print_table(const std::vector<std::string>& head,
                  const std::vector<std::vector<std::string>>& rows) {

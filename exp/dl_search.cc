@@ -24,13 +24,8 @@
 namespace dl::exp::search {
 namespace {
 
+using dl::sys::getenv_opt;
 using nlohmann::json;
-
-std::optional<std::string> getenv_opt(const std::string& name) {
-  const char* v = std::getenv(name.c_str());
-  if (!v) return std::nullopt;
-  return std::string(v);
-}
 
 std::string self_path() {
   char buf[PATH_MAX + 1] = {};

@@ -24,12 +24,6 @@ Trial& current() {
   return *t;
 }
 
-std::optional<std::string> getenv_opt(const std::string& name) {
-  const char* v = std::getenv(name.c_str());
-  if (!v) return std::nullopt;
-  return std::string(v);
-}
-
 void append(nlohmann::json record) {
   Trial& t = current();
   if (!t.journal) return;
