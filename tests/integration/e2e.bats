@@ -7,55 +7,21 @@
 # newest checkpoint written before it (no checkpointed step is computed again).
 
 load helpers
+load reference
 
-setup_file() {
-  export DLRUN=$DL_BUILD_DIR/launcher/dlrun
-  export DP=$DL_BUILD_DIR/examples/dp_trainer
-  export EXAMPLES=$DL_ROOT/examples
-  export REF_DIR=$BATS_FILE_TMPDIR/reference
-  mkdir -p "$REF_DIR"
-}
+setup_file() { reference_setup_file; }
 
 setup() { cd "$BATS_TEST_TMPDIR"; }
 
 teardown() {
   cancel_all
-  # Leave every node up for the next test: a killed node's slurmd started again, drained
-  # nodes resumed, all of them idle and responding.
-  local n pid run
-  run=$(dirname "$SLURM_CONF")/run
-  for n in $(sinfo -h -N -o '%N' | sort -u); do
-    pid=$(cat "$run/slurmd-$n.pid" 2>/dev/null) || pid=""
-    if [ -z "$pid" ] || ! kill -0 "$pid" 2>/dev/null; then
-      "$DL_ROOT/scripts/minicluster" start-node "$n" >/dev/null
-    fi
-  done
-  for n in $(sinfo -h -N -o '%N %T' | awk '$2 ~ /drain/ {print $1}' | sort -u); do
-    scontrol update NodeName="$n" State=RESUME
-  done
-  wait_until 60 '[ -z "$(sinfo -h -N -o "%T" | grep -vx idle)" ]'
+  restore_nodes
 }
 
 # A job name of its own: its default checkpoint directory (<root>/<user>/<name>) starts
 # empty.
 unique_name() { echo "e2e-$1-$$-$RANDOM"; }
 ckpt_dir() { echo "$(dirname "$SLURM_CONF")/ckpt/$(id -un)/$1"; } # $1: the job id
-
-# The final parameters of an uninterrupted run of `dp_trainer --steps $1` (one srun step,
-# four ranks, never stopped), computed once per file. dp_trainer's result does not depend
-# on the number of ranks, so one reference serves every shape.
-reference() {
-  local out=$REF_DIR/steps-$1.bin
-  if [ ! -f "$out" ]; then
-    run_srun -N2 --ntasks-per-node=2 --mpi=pmix "$DLRUN" "$DP" --steps "$1" --step-ms 0 \
-      --out "$out" >"$REF_DIR/steps-$1.txt" 2>&1
-  fi
-  [ -s "$out" ] || {
-    cat "$REF_DIR/steps-$1.txt" >&2
-    return 1
-  }
-  echo "$out"
-}
 
 # Submits examples/dp_trainer.sbatch; sbatch options, then the script and the trainer's.
 # Output of every run of the job goes to out.txt (appended), parameters to out.bin.
@@ -72,43 +38,6 @@ start_with_periodic_checkpoints() {
     "$EXAMPLES/dp_trainer.sbatch" --steps "$2" --step-ms 50 --out "$PWD/out.bin")
   wait_until 90 '[ "$(grep -c "checkpoint step .* written" out.txt)" -ge 2 ]' >&2 || return 1
   echo "$job"
-}
-
-# The step rank 0 reported last.
-last_step() { grep -o '\] step [0-9]* loss' out.txt | tail -n 1 | awk '{print $3}'; }
-
-# The run in out.txt against the reference $1: bit-for-bit parameters, $2 resumes (at
-# least), each from the newest checkpoint written before it, at the step right after it.
-# With "older-ok" as $3 a resume may come from an older checkpoint (the newest was
-# corrupted); it must still be one that was written.
-check_against_reference() {
-  local ref=$1 resumes=$2 older=${3:-}
-  cmp out.bin "$ref"
-  awk -v resumes="$resumes" -v older="$older" '
-    / checkpoint step [0-9]+ written in / {
-      for (i = 1; i < NF; i++) if ($i == "step") { last = $(i + 1); written[last] = 1 }
-    }
-    / resumed from .*\(step [0-9]+/ {
-      match($0, /\(step [0-9]+/)
-      from = substr($0, RSTART + 6, RLENGTH - 6)
-      if (!(from in written)) { print "resumed from step " from ", never written"; bad = 1 }
-      if (older == "" && from != last) {
-        print "resumed from step " from " but the newest checkpoint was " last; bad = 1
-      }
-      expect = from + 1; n++
-    }
-    /\] step [0-9]+ loss / {
-      for (i = 1; i < NF; i++) if ($i == "step") k = $(i + 1)
-      if (expect != "" && k != expect) {
-        print "first step after resuming from " expect - 1 " is " k; bad = 1
-      }
-      expect = ""
-    }
-    END {
-      if (n < resumes) { print n " resumes, expected " resumes; bad = 1 }
-      exit bad
-    }' out.txt
-  grep -q '\] final step ' out.txt
 }
 
 @test "e2e 1: preempted by a higher-priority job, it checkpoints, requeues, resumes and ends equal to the reference" {

@@ -71,7 +71,6 @@ wait_until() {
   return 1
 }
 
-# The job's comment (it contains spaces, so job_field does not do).
 # The PIDs of the processes named $2 that belong to job $1 (by the SLURM_JOB_ID in their
 # environment), oldest first: other clusters on this host run the same programs.
 job_pids() {
@@ -82,4 +81,5 @@ job_pids() {
   return 0
 }
 
+# The job's comment (it contains spaces, so job_field does not do).
 job_comment() { scontrol show job "$1" | sed -n 's/^ *Comment=//p'; }

@@ -6,79 +6,21 @@
 # right after the newest checkpoint.
 
 load helpers
+load reference
 
-setup_file() {
-  export DLRUN=$DL_BUILD_DIR/launcher/dlrun
-  export DP=$DL_BUILD_DIR/examples/dp_trainer
-  export EXAMPLES=$DL_ROOT/examples
-  export REF_DIR=$BATS_FILE_TMPDIR/reference
-  mkdir -p "$REF_DIR"
-}
+setup_file() { reference_setup_file; }
 
 setup() { cd "$BATS_TEST_TMPDIR"; }
 
 teardown() {
   [ ! -f watch.pid ] || stop_watch
   cancel_all
-  local n pid run
-  run=$(dirname "$SLURM_CONF")/run
-  for n in $(sinfo -h -N -o '%N' | sort -u); do
-    pid=$(cat "$run/slurmd-$n.pid" 2>/dev/null) || pid=""
-    if [ -z "$pid" ] || ! kill -0 "$pid" 2>/dev/null; then
-      "$DL_ROOT/scripts/minicluster" start-node "$n" >/dev/null
-    fi
-  done
-  for n in $(sinfo -h -N -o '%N %T' | awk '$2 ~ /drain|down/ {print $1}' | sort -u); do
-    scontrol update NodeName="$n" State=RESUME 2>/dev/null || true
-  done
-  wait_until 90 '[ -z "$(sinfo -h -N -o "%T" | grep -vx idle)" ]'
+  restore_nodes
 }
 
 unique_name() { echo "rec-$1-$$-$RANDOM"; }
 
-# As in e2e.bats: dp_trainer's result does not depend on the number of ranks.
-reference() {
-  local out=$REF_DIR/steps-$1.bin
-  if [ ! -f "$out" ]; then
-    run_srun -N2 --ntasks-per-node=2 --mpi=pmix "$DLRUN" "$DP" --steps "$1" --step-ms 0 \
-      --out "$out" >"$REF_DIR/steps-$1.txt" 2>&1
-  fi
-  [ -s "$out" ] || {
-    cat "$REF_DIR/steps-$1.txt" >&2
-    return 1
-  }
-  echo "$out"
-}
-
-last_step() { grep -o '\] step [0-9]* loss' out.txt | tail -n 1 | awk '{print $3}'; }
 written() { grep -c "checkpoint step .* written" out.txt || true; }
-
-# The run in out.txt against the reference $1, with $2 resumes at least (see e2e.bats).
-check_against_reference() {
-  local ref=$1 resumes=$2
-  cmp out.bin "$ref"
-  awk -v resumes="$resumes" '
-    / checkpoint step [0-9]+ written in / {
-      for (i = 1; i < NF; i++) if ($i == "step") { last = $(i + 1); written[last] = 1 }
-    }
-    / resumed from .*\(step [0-9]+/ {
-      match($0, /\(step [0-9]+/)
-      from = substr($0, RSTART + 6, RLENGTH - 6)
-      if (!(from in written)) { print "resumed from step " from ", never written"; bad = 1 }
-      if (from != last) { print "resumed from step " from " but the newest checkpoint was " last; bad = 1 }
-      expect = from + 1; n++
-    }
-    /\] step [0-9]+ loss / {
-      for (i = 1; i < NF; i++) if ($i == "step") k = $(i + 1)
-      if (expect != "" && k != expect) { print "first step after resuming from " expect - 1 " is " k; bad = 1 }
-      expect = ""
-    }
-    END {
-      if (n < resumes) { print n " resumes, expected " resumes; bad = 1 }
-      exit bad
-    }' out.txt
-  grep -q '\] final step ' out.txt
-}
 
 # Job states seen while $1 runs, one a line, into states.txt (in the background).
 watch_states() {
