@@ -17,6 +17,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "core/signals.h"
+#include "core/step_files.h"
 #include "launcher/agreement.h"
 #include "launcher/channel_file.h"
 #include "launcher/control.h"
@@ -354,10 +355,10 @@ void Supervisor::start_watch() {
 void Supervisor::start_program() {
   const char* step = getenv("SLURM_STEP_ID");
   // The pid keeps names unique: a job id comes back after a cluster restart, and a
-  // dlrun killed with SIGKILL leaves its file behind.
-  channel_.emplace(
-      ChannelFile::create(fmt::format("dlrun-{}.{}-{}-{}", job_.job ? job_.job->to_string() : "0",
-                                      step ? step : "0", rank_, getpid())));
+  // dlrun killed with SIGKILL leaves its file behind until the step's end, when
+  // slurmstepd's SPANK plugin removes it (core/step_files.h).
+  channel_.emplace(ChannelFile::create(channel_file_name(job_.job ? job_.job->to_string() : "0",
+                                                         step ? step : "0", rank_, getpid())));
   TaskContext task;
   task.layout = boot_.layout;
   task.rendezvous = boot_.rendezvous;

@@ -18,4 +18,8 @@ int slurmstepd_post_opt(spank_t sp);
 // checkpoint directory and give the task the DL_* variables (slurmstepd.cc).
 int slurmstepd_task_init(spank_t sp);
 
+// slurmstepd (remote), as root once the step's tasks are gone: remove the channel
+// files of the step's dlrun ranks that did not remove their own (slurmstepd.cc).
+int slurmstepd_exit(spank_t sp);
+
 }  // namespace dl::spank

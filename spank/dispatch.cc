@@ -46,4 +46,11 @@ int slurm_spank_task_init(spank_t sp, int, char**) {
     return spank_context() == S_CTX_REMOTE ? dl::spank::slurmstepd_task_init(sp) : 0;
   });
 }
+
+// In slurmstepd after the step's tasks have exited, as root.
+int slurm_spank_exit(spank_t sp, int, char**) {
+  return dl::spank::guarded("slurm_spank_exit", [&] {
+    return spank_context() == S_CTX_REMOTE ? dl::spank::slurmstepd_exit(sp) : 0;
+  });
+}
 }

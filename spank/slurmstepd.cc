@@ -1,5 +1,8 @@
 // slurmstepd (remote context). init_post_opt runs once per step on every node as
-// root; task_init runs in every task, as the job's user, just before exec.
+// root; task_init runs in every task, as the job's user, just before exec; exit runs
+// once per step on every node as root, after the step's tasks are gone.
+#include <fmt/format.h>
+
 #include <optional>
 #include <string>
 
@@ -8,6 +11,7 @@
 #include "core/log.h"
 #include "core/private_dir.h"
 #include "core/spec.h"
+#include "core/step_files.h"
 #include "spank/contexts.h"
 #include "spank/state.h"
 
@@ -127,6 +131,45 @@ int slurmstepd_task_init(spank_t sp) {
   if (step().default_dir) set_task_env(sp, "DL_CKPT_DIR_DEFAULT", "1");
   log(LogLevel::debug, "checkpoint directory {} ready, {} DL_* variables set", spec.ckpt_dir,
       spec.to_env().size());
+  return 0;
+}
+
+// A dlrun killed with SIGKILL leaves its channel file behind: remove the step's, in the
+// directories dlrun may have used, once nothing of the step can use them any more.
+// For every step, with or without --dl-* options (dlrun runs in plain steps too).
+int slurmstepd_exit(spank_t sp) {
+  std::uint32_t job_id = 0;
+  std::uint32_t step_id = 0;
+  uid_t uid = 0;
+  if (spank_get_item(sp, S_JOB_ID, &job_id) != ESPANK_SUCCESS ||
+      spank_get_item(sp, S_JOB_STEPID, &step_id) != ESPANK_SUCCESS ||
+      spank_get_item(sp, S_JOB_UID, &uid) != ESPANK_SUCCESS) {
+    throw SystemError("couldn't get the job id, step id and uid");
+  }
+  // The batch, extern and interactive steps (ids from 0xfffffff0 up) run no dlrun rank:
+  // ranks need SLURM_STEP_ID, which only real steps have.
+  if (step_id >= 0xfffffff0) return 0;
+  std::uint32_t array_job_id = 0;
+  std::uint32_t array_task_id = kNoVal;
+  const bool array = spank_get_item(sp, S_JOB_ARRAY_ID, &array_job_id) == ESPANK_SUCCESS &&
+                     spank_get_item(sp, S_JOB_ARRAY_TASK_ID, &array_task_id) == ESPANK_SUCCESS &&
+                     array_job_id != 0 && array_task_id != kNoVal;
+  const std::string prefix = channel_file_prefix(
+      array ? fmt::format("{}_{}", array_job_id, array_task_id) : std::to_string(job_id),
+      std::to_string(step_id));
+  // As channel_file.cc: /dev/shm, else the task's TMPDIR, else /tmp.
+  const std::optional<std::string> tmpdir = job_getenv(sp, "TMPDIR");
+  for (const std::string& dir :
+       {std::string("/dev/shm"), tmpdir && tmpdir->rfind('/', 0) == 0 ? *tmpdir : "/tmp"}) {
+    try {
+      if (const std::size_t n = remove_channel_files(dir, prefix, uid)) {
+        log(LogLevel::verbose, "removed {} channel file(s) {}* left in {}", n, prefix, dir);
+      }
+    } catch (const std::exception& e) {
+      log(LogLevel::error, "couldn't remove the channel files {}* in {}: {}", prefix, dir,
+          e.what());
+    }
+  }
   return 0;
 }
 

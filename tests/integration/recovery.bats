@@ -20,6 +20,22 @@ teardown() {
 
 unique_name() { echo "rec-$1-$$-$RANDOM"; }
 
+# The PyTorch DDP example on two ranks, uninterrupted: the parameters in
+# $REF_DIR/torch-$1.bin, its output in $REF_DIR/torch-$1.txt.
+torch_reference() {
+  local out=$REF_DIR/torch-$1.bin
+  if [ ! -f "$out" ]; then
+    run_srun -N2 --ntasks-per-node=1 --mpi=pmix "$DLRUN" /usr/bin/python3 "$EXAMPLES/train_ddp.py" \
+      --steps "$1" --out "$out" >"$REF_DIR/torch-$1.txt" 2>&1
+  fi
+  [ -s "$out" ] || {
+    cat "$REF_DIR/torch-$1.txt" >&2
+    return 1
+  }
+  echo "$out"
+}
+final_loss() { sed -n "s/^\[rank 0@n[0-9]*\] final step $1 loss //p" "$2"; }
+
 written() { grep -c "checkpoint step .* written" out.txt || true; }
 
 # Job states seen while $1 runs, one a line, into states.txt (in the background).
@@ -115,8 +131,7 @@ stop_watch() { kill "$(cat watch.pid)" 2>/dev/null || true; }
 
 @test "recovery 3: the PyTorch DDP example through one restart inside the allocation, equal to the reference" {
   export PYTHONPATH=$DL_ROOT/python DL_CKPT_LIB=$DL_BUILD_DIR/ckpt/.libs/libdlckpt.so.0
-  run_srun -N2 --ntasks-per-node=1 --mpi=pmix "$DLRUN" /usr/bin/python3 "$EXAMPLES/train_ddp.py" \
-    --steps 150 --out "$PWD/ref.bin" >ref.txt 2>&1 || { cat ref.txt; false; }
+  ref=$(torch_reference 150)
   job=$(submit -J "$(unique_name torch)" -N2 --ntasks-per-node=1 --dl-gpus=2 --dl-ckpt-every=3s \
     -o out.txt --wrap "$DLRUN /usr/bin/python3 $EXAMPLES/train_ddp.py --steps 150 --step-ms 50 --out $PWD/out.bin")
   wait_until 120 '[ "$(written)" -ge 1 ]'
@@ -126,9 +141,28 @@ stop_watch() { kill "$(cat watch.pid)" 2>/dev/null || true; }
   wait_state "$job" COMPLETED 180
   grep -q 'restart 1 inside the allocation' out.txt
   [ "$(job_field "$job" Restarts)" = 0 ]
-  check_against_reference "$PWD/ref.bin" 1
-  [ "$(sed -n 's/^\[rank 0@n[0-9]*\] final step 149 loss //p' ref.txt)" = \
-    "$(sed -n 's/^\[rank 0@n[0-9]*\] final step 149 loss //p' out.txt)" ]
+  check_against_reference "$ref" 1
+  [ "$(final_loss 149 "${ref%.bin}.txt")" = "$(final_loss 149 out.txt)" ]
+}
+
+@test "recovery 6: a node killed under the PyTorch DDP example: requeued without it, resumed, equal to the reference" {
+  export PYTHONPATH=$DL_ROOT/python DL_CKPT_LIB=$DL_BUILD_DIR/ckpt/.libs/libdlckpt.so.0
+  ref=$(torch_reference 150)
+  job=$(submit -J "$(unique_name torch-node)" -N2 --ntasks-per-node=1 --dl-gpus=2 \
+    --dl-ckpt-every=3s --open-mode=append -o out.txt \
+    --wrap "$DLRUN /usr/bin/python3 $EXAMPLES/train_ddp.py --steps 150 --step-ms 50 --out $PWD/out.bin")
+  # The first checkpoint is of step 0: resume from one written mid-run.
+  wait_until 120 '[ "$(written)" -ge 2 ]'
+  batch=$(job_field "$job" BatchHost)
+  victim=$(scontrol show hostnames "$(job_field "$job" NodeList)" | grep -vx "$batch" | head -n 1)
+  "$DL_ROOT/scripts/minicluster" kill-node "$victim"
+  wait_state "$job" COMPLETED 180
+  grep -q "node $victim does not answer: ending the step" out.txt
+  grep -q "job $job excludes node $victim and is released" out.txt
+  [ "$(job_field "$job" Restarts)" = 1 ]
+  ! scontrol show hostnames "$(job_field "$job" NodeList)" | grep -qx "$victim"
+  check_against_reference "$ref" 1
+  [ "$(final_loss 149 "${ref%.bin}.txt")" = "$(final_loss 149 out.txt)" ]
 }
 
 @test "recovery 4: dlrun in salloc starts the ranks itself; SIGINT (Ctrl-C) stops every rank cleanly" {

@@ -14,6 +14,7 @@ teardown() {
   cancel_all
   runuser -u dltest -- scancel --quiet -u dltest 2>/dev/null || true
   tmux kill-session -t dlpty 2>/dev/null || true
+  [ -z "${p:-}" ] || rm -f "$p"*
   # What a hostile test planted (or left when it failed) must not break the next test.
   if [ -e "$ckpt_root/dltest" ] && [ "$(stat -c '%U %a' "$ckpt_root/dltest")" != "dltest 700" ]; then
     rm -rf "$ckpt_root/dltest"
@@ -296,6 +297,36 @@ node_up() { [[ ! $(sinfo -h -n "n$1" -o %T) =~ drain ]]; }
   [ "$(find /home/dlother/plant -printf '%p %s %T@\n' | sort)" = "$before" ]
   node_up 1
   rm -rf "$ckpt_root/dltest" /home/dlother/plant /home/dltest/runs.out
+}
+
+@test "a step whose dlrun was killed with SIGKILL leaves no channel file; links, FIFOs, dlother's files and other steps' files with its names are left alone" {
+  cd /home/dltest
+  # A plain job, then an array task (dlrun names it <array job id>_<task id>).
+  for task in "" 5; do
+    rm -f shm.out channel
+    job=$(as_dltest sbatch --parsable --hold ${task:+--array=$task} -w n1 -o /home/dltest/shm.out \
+      --wrap "srun -n1 --mpi=pmix $DL_BUILD_DIR/launcher/dlrun sh -c \
+        'echo \$DL_CLIENT_FILE >channel; kill -KILL \$PPID; sleep 5'; echo step ended")
+    key=$job${task:+_$task}
+    # dltest plants a link, a FIFO and a file of step 1 at names of the step, dlother a
+    # file: the step's end must neither follow, block on nor remove any of them.
+    p=/dev/shm/dlrun-$key
+    as_dltest sh -c "echo target >$p-target && ln -s $p-target $p.0-7-1 && mkfifo $p.0-7-2 &&
+      echo step1 >$p.1-0-3"
+    runuser -u dlother -- sh -c "echo other >$p.0-7-4"
+    scontrol release "$job"
+    wait_state "$key" COMPLETED 60
+    # Named by the rank's dlrun, which then died without removing it.
+    grep -qx 'step ended' shm.out
+    [[ $(cat channel) == $p.0-0-* ]]
+    wait_until 30 "[ ! -e '$(cat channel)' ]"
+    [ "$(readlink "$p.0-7-1")" = "$p-target" ] && [ "$(cat "$p-target")" = target ]
+    [ -p "$p.0-7-2" ]
+    [ "$(stat -c %U "$p.0-7-4")" = dlother ] && [ "$(cat "$p.0-7-4")" = other ]
+    [ "$(cat "$p.1-0-3")" = step1 ]
+    node_up 1
+    rm -f "$p"* shm.out channel
+  done
 }
 
 @test "sbatch, srun and salloc --help list every option with its help" {
