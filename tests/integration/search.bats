@@ -487,7 +487,7 @@ assert all(o["reason"].startswith(("new trial", "continued from rung")) for o in
 }
 
 @test "search 11: a paused trial gives its slot back while held; a resumed one waits for a free slot (across a driver kill -9), then goes first; never more than max_concurrent_trials at once" {
-  # Random search, 3 trials, 1 at a time, 10 steps of 0.3 s: t001 is paused mid-run,
+  # Random search, 3 trials, 1 at a time, 12 steps of 0.3 s: t001 is paused mid-run,
   # t002 runs in its slot, t001 resumed meanwhile waits for t002 to end, then runs again
   # before t003 starts.
   cat >one.yaml <<EOF
@@ -500,7 +500,7 @@ hyperparameters:
 searcher:
   name: random
   metric: loss
-  budget: 10
+  budget: 12
   max_trials: 3
   max_concurrent_trials: 1
   seed: 5
