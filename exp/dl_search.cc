@@ -54,9 +54,15 @@ void print_status(const json& s) {
       values += (values.empty() ? "" : " ") + rung + ":" + fmt::format("{:.4g}", v.get<double>());
     }
     std::string state = t["state"].get<std::string>();
-    if (t.value("control", std::string()) == "paused" &&
-        (state == "running" || state == "waiting")) {
-      state = "paused";
+    const std::string pause = t.value("pause", std::string("none"));
+    if (state == "running" || state == "waiting") {
+      if (pause == "pausing" || pause == "paused") {
+        state = "paused";
+      } else if (pause == "queued" || pause == "unpausing") {
+        state = "resuming";  // resumed; waits for a free slot (or for its hold to end)
+      } else if (t.value("control", std::string()) == "paused") {
+        state = "paused";  // requested; the driver has not seen it yet
+      }
     }
     std::printf("%-6s %-10s %-5d %-9d %-30s %s\n", t["id"].get<std::string>().c_str(),
                 state.c_str(), t["rung"].get<int>(), t["restarts"].get<int>(),

@@ -158,7 +158,8 @@ std::vector<json> records_of(const std::string& path) {
 }
 
 json event_json(const Event& e) {
-  static const char* kinds[] = {"created", "started", "reported", "finished", "failed", "stopped"};
+  static const char* kinds[] = {"created", "started", "reported", "finished", "failed",
+                                "stopped", "paused",  "held",     "resumed"};
   return {{"kind", kinds[static_cast<int>(e.kind)]},
           {"trial", e.trial},
           {"step", e.step},
@@ -170,7 +171,9 @@ Event event_of(const json& j) {
   static const std::map<std::string, Event::Kind> kinds = {
       {"created", Event::Kind::created},   {"started", Event::Kind::started},
       {"reported", Event::Kind::reported}, {"finished", Event::Kind::finished},
-      {"failed", Event::Kind::failed},     {"stopped", Event::Kind::stopped}};
+      {"failed", Event::Kind::failed},     {"stopped", Event::Kind::stopped},
+      {"paused", Event::Kind::paused},     {"held", Event::Kind::held},
+      {"resumed", Event::Kind::resumed}};
   Event e;
   e.kind = kinds.at(j.at("kind").get<std::string>());
   e.trial = j.at("trial").get<std::string>();
@@ -423,7 +426,8 @@ class Driver {
       if (control == "stopped") return stop_all();
       apply_trial_controls(now.trials);
       watch();
-      if (control == "running" && execute()) return 0;
+      // A paused search carries out only the holds of paused trials.
+      if (execute(control != "running")) return 0;
       std::this_thread::sleep_for(
           std::chrono::milliseconds(static_cast<int>(options_.poll_seconds * 1000)));
     }
@@ -439,49 +443,70 @@ class Driver {
     append({{"kind", "event"}, {"trial", trial}, {"event", kind}, {"reason", reason}});
   }
 
-  bool paused(const std::string& trial) const {
-    const auto it = trial_control_.find(trial);
-    return it != trial_control_.end() && it->second == "paused";
+  // Whether `trial`'s runs are submitted held: paused (or pausing), or resumed and
+  // waiting for a free slot.
+  bool submit_held(const std::string& trial) const {
+    const Trial* t = searcher_.find(trial);
+    return t != nullptr &&
+           (t->pause == Pause::pausing || t->pause == Pause::paused || t->pause == Pause::queued);
   }
 
-  // The requests about single trials, each carried out once per driver (again after a
-  // restart: holding a held job, cancelling an ended one change nothing). A stop is an
+  // Whether a held job of `trial` is one the search holds (a pause, or a release not yet
+  // carried out), not dlrun's hold of a run whose restarts are used up.
+  bool held_by_search(const std::string& trial) const {
+    const Trial* t = searcher_.find(trial);
+    if (t != nullptr && t->pause != Pause::none) return true;
+    return std::any_of(ops_.begin(), ops_.end(), [&](const Op& op) {
+      return op.kind == Op::Kind::release && op.trial == trial && done_.count(op.index) == 0;
+    });
+  }
+
+  // The requests about single trials. Pause and resume are events for the searcher (in
+  // the journal, so a restarted driver knows them), fed when the request and the
+  // searcher's state differ: again after a restart, never twice. The searcher answers
+  // with hold and release operations (execute) and gives the slots out. A stop is an
   // event in the journal before its job is cancelled, so a driver killed in between
   // replays the stop and cancels the job when it starts again.
   void apply_trial_controls(const std::map<std::string, std::string>& wanted) {
     for (const auto& [trial, what] : wanted) {
-      std::string& have = trial_control_[trial];
-      if (have == what) continue;
-      const std::string before = have;
-      have = what;
       const Trial* t = searcher_.find(trial);
       if (t == nullptr) continue;
       const bool live = t->state == TrialState::running || t->state == TrialState::waiting;
-      if (what == "stopped") {
-        if (live) {
-          say(fmt::format("{}: stop requested (dl-search stop); its checkpoints are kept", trial));
-          feed({{Event::Kind::stopped, trial, 0, 0, "stopped by dl-search stop"}});
-          // Fault injection for the tests: die like `kill -9` between the record of the
-          // stop and the cancel of its job, which a restarted driver must then do.
-          if (std::getenv("DL_SEARCH_KILL_AFTER_STOP") != nullptr) ::raise(SIGKILL);
-        }
-        act_on_jobs(trial, "cancel");
-      } else if (what == "paused") {
-        if (!live) continue;
+      if (what == "paused" && live &&
+          (t->pause == Pause::none || t->pause == Pause::unpausing || t->pause == Pause::queued)) {
         // As a preemption: a running job checkpoints (Slurm's SIGTERM, dlrun's checkpoint
-        // round) and is requeued held; a pending one is held; a run not yet submitted
-        // is submitted held.
-        act_on_jobs(trial, "hold");
+        // round) and is requeued held; a pending one is held; a run not yet submitted is
+        // submitted held. Its slot is free once its job is held (the held event).
+        feed({{Event::Kind::paused, trial, 0, 0, "dl-search pause"}});
         trial_event(trial, "paused", "dl-search pause: checkpointed and held");
         say(fmt::format("{}: paused (dl-search pause)", trial));
-      } else {
-        act_on_jobs(trial, "release");
-        held_.erase(trial);
-        if (before == "paused" && live) {
-          trial_event(trial, "requeued", "dl-search resume: released");
-          say(fmt::format("{}: resumed (dl-search resume)", trial));
-        }
+        continue;
       }
+      if (what == "running" && live && (t->pause == Pause::pausing || t->pause == Pause::paused)) {
+        feed({{Event::Kind::resumed, trial, 0, 0, "dl-search resume"}});
+        const Trial* now = searcher_.find(trial);
+        say(fmt::format("{}: resumed (dl-search resume){}", trial,
+                        now->pause == Pause::queued
+                            ? fmt::format("; waits for a free slot ({} of {} taken)",
+                                          searcher_.running(), e_.searcher.max_concurrent_trials)
+                            : ""));
+        if (now->pause == Pause::queued) {
+          trial_event(trial, "paused", "dl-search resume: waits for a free slot");
+        }
+        continue;
+      }
+      // A stop, carried out once per driver (cancelling an ended job changes nothing).
+      std::string& have = trial_control_[trial];
+      if (what != "stopped" || have == what) continue;
+      have = what;
+      if (live) {
+        say(fmt::format("{}: stop requested (dl-search stop); its checkpoints are kept", trial));
+        feed({{Event::Kind::stopped, trial, 0, 0, "stopped by dl-search stop"}});
+        // Fault injection for the tests: die like `kill -9` between the record of the
+        // stop and the cancel of its job, which a restarted driver must then do.
+        if (std::getenv("DL_SEARCH_KILL_AFTER_STOP") != nullptr) ::raise(SIGKILL);
+      }
+      act_on_jobs(trial, "cancel");
     }
   }
 
@@ -566,12 +591,26 @@ class Driver {
     return out;
   }
 
-  // Carries out the operations not done yet, in order. True once the search is complete.
-  bool execute() {
+  // Carries out the operations not done yet, in order (with `only_holds`, while the
+  // search is paused, only the holds of paused trials). True once the search is complete.
+  bool execute(bool only_holds = false) {
     for (std::size_t i = 0; i < ops_.size(); ++i) {
       const Op op = ops_[i];
       if (done_.count(op.index) || jobs_.count(op.index)) continue;
+      if (only_holds && op.kind != Op::Kind::hold) continue;
       switch (op.kind) {
+        case Op::Kind::hold:
+        case Op::Kind::release:
+          // Holding a held job or releasing a released one changes nothing: a driver
+          // killed before the record does it again.
+          act_on_jobs(op.trial, op.kind == Op::Kind::hold ? "hold" : "release");
+          append({{"kind", "search"}, {"rec", "done"}, {"op", op.index}});
+          done_[op.index] = true;
+          if (op.kind == Op::Kind::release) {
+            trial_event(op.trial, "requeued", "dl-search resume: released");
+            say(fmt::format("{}: released, runs again ({})", op.trial, op.reason));
+          }
+          break;
         case Op::Kind::create:
         case Op::Kind::resume: submit(op); break;
         case Op::Kind::stop:
@@ -637,7 +676,8 @@ class Driver {
       argv.push_back(fmt::format("--time-min={}", *tm));
     }
     for (const auto& o : e_.sbatch) argv.push_back(o);
-    if (paused(op.trial)) argv.push_back("--hold");  // dl-search pause EXP TRIAL
+    const bool held = submit_held(op.trial);
+    if (held) argv.push_back("--hold");  // dl-search pause EXP TRIAL
     argv.push_back("--wrap");
     argv.push_back(e_.command);
     const std::vector<std::string> env = {
@@ -665,7 +705,7 @@ class Driver {
                 fmt::format("job {}: rung {}, {} steps ({})", job, op.rung, op.budget, op.reason));
     say(fmt::format("{}: job {} ({} to rung {}, {} steps; {}) {}{}", op.trial, job,
                     op_name(op.kind), op.rung, op.budget, op.reason, op.hparams.dump(),
-                    paused(op.trial) ? " held (paused)" : ""));
+                    held ? " held (paused)" : ""));
   }
 
   // Records the events, then hands them to the searcher (the journal first: a restart
@@ -679,7 +719,11 @@ class Driver {
     }
     for (const auto& e : events) {
       const Trial* t = searcher_.find(e.trial);
-      if (t == nullptr || e.kind == Event::Kind::reported) continue;
+      // Pause events are told where they are fed (apply_trial_controls, watch).
+      if (t == nullptr || e.kind == Event::Kind::reported || e.kind == Event::Kind::paused ||
+          e.kind == Event::Kind::held || e.kind == Event::Kind::resumed) {
+        continue;
+      }
       if (t->state == TrialState::waiting) {
         trial_event(t->id, "paused",
                     fmt::format("at rung {} with {}={}", t->rung, e_.searcher.metric,
@@ -721,14 +765,19 @@ class Driver {
         }
       }
       if (active_state(state)) {
-        if (paused(op.trial) && state == "PENDING" && held_.insert(op.trial).second) {
-          // After the run's own events (its checkpoint, its stop): dl-exp shows it paused.
+        const Trial* t = searcher_.find(op.trial);
+        if (state == "PENDING" && t != nullptr &&
+            (t->pause == Pause::pausing || t->pause == Pause::unpausing)) {
+          // Off its GPUs: the paused trial's slot is free. After the run's own events (its
+          // checkpoint, its stop): dl-exp shows it paused.
+          feed({{Event::Kind::held, op.trial, 0, 0, fmt::format("job {} held", job)}});
           trial_event(op.trial, "paused", fmt::format("dl-search pause: job {} held", job));
+          say(fmt::format("{}: job {} held; its slot is free", op.trial, job));
         }
         // dlrun holds a job whose restarts are used up: that run failed.
         if (state != "PENDING" ||
             (reason != "job_requeued_in_held_state" && reason != "job requeued in held state") ||
-            paused(op.trial)) {
+            held_by_search(op.trial)) {
           continue;
         }
         run_command({"scancel", job});
@@ -762,8 +811,9 @@ class Driver {
     std::set<std::string> ours;
     for (const auto& op : ops_) {
       const auto it = jobs_.find(op.index);
-      // A trial paused by itself stays held when the search resumes.
-      if (it != jobs_.end() && (hold || !paused(op.trial))) ours.insert(it->second);
+      // A trial paused by itself (or waiting for a slot) stays held when the search
+      // resumes.
+      if (it != jobs_.end() && (hold || !submit_held(op.trial))) ours.insert(it->second);
     }
     for (const auto& entry : queue()) {
       if (ours.count(entry.job) == 0 || entry.state != "PENDING") continue;
@@ -800,8 +850,7 @@ class Driver {
   std::map<std::int64_t, double> intent_;
   std::map<std::int64_t, std::string> jobs_;
   std::map<std::int64_t, bool> done_;
-  std::map<std::string, std::string> trial_control_;  // the requests carried out (this run)
-  std::set<std::string> held_;                        // paused trials whose job was seen held
+  std::map<std::string, std::string> trial_control_;  // the stops carried out (this run)
   int sbatch_calls_ = 0;
   int kill_after_sbatch_ = [] {
     const char* n = std::getenv("DL_SEARCH_KILL_AFTER_SBATCH");

@@ -68,6 +68,17 @@ const char* state_name(TrialState s) {
   return "?";
 }
 
+const char* pause_name(Pause p) {
+  switch (p) {
+    case Pause::none: return "none";
+    case Pause::pausing: return "pausing";
+    case Pause::unpausing: return "unpausing";
+    case Pause::paused: return "paused";
+    case Pause::queued: return "queued";
+  }
+  return "?";
+}
+
 const char* asha_mode_name(AshaMode m) {
   return m == AshaMode::stopping ? "stopping" : "promotion";
 }
@@ -78,6 +89,8 @@ const char* op_name(Op::Kind k) {
     case Op::Kind::resume: return "resume";
     case Op::Kind::stop: return "stop";
     case Op::Kind::complete: return "complete";
+    case Op::Kind::hold: return "hold";
+    case Op::Kind::release: return "release";
   }
   return "?";
 }
@@ -196,7 +209,8 @@ Trial* Searcher::find_mut(const std::string& trial) {
 
 int Searcher::running() const {
   return static_cast<int>(std::count_if(trials_.begin(), trials_.end(), [](const Trial& t) {
-    return t.state == TrialState::running;
+    return t.state == TrialState::running &&
+           (t.pause == Pause::none || t.pause == Pause::pausing || t.pause == Pause::unpausing);
   }));
 }
 
@@ -228,7 +242,8 @@ bool Searcher::promote(std::vector<Op>& out) {
     std::sort(at.begin(), at.end());
     for (std::size_t j = 0; j < top; ++j) {
       Trial& t = trials_[at[j].second];
-      if (t.state != TrialState::waiting || t.rung != k) continue;
+      // A paused trial keeps its place in the ranking but is not promoted while paused.
+      if (t.state != TrialState::waiting || t.rung != k || t.pause != Pause::none) continue;
       t.state = TrialState::running;
       t.rung = k + 1;
       out.push_back(
@@ -286,12 +301,80 @@ bool Searcher::create(std::vector<Op>& out) {
   return true;
 }
 
+void Searcher::release(Trial& t, const std::string& why, std::vector<Op>& out) {
+  t.pause = Pause::none;
+  queue_.erase(std::remove(queue_.begin(), queue_.end(), t.id), queue_.end());
+  out.push_back(emit({Op::Kind::release, 0, t.id, nullptr, 0, t.rung, why}));
+}
+
+void Searcher::unpause_ended(Trial& t) {
+  if (t.state == TrialState::running) return;
+  // Waiting at a rung: a trial paused stays paused (not promoted); resumed, it is
+  // eligible again. Ended: nothing to pause any more.
+  if (t.state == TrialState::waiting && t.pause == Pause::paused) return;
+  t.pause = Pause::none;
+  queue_.erase(std::remove(queue_.begin(), queue_.end(), t.id), queue_.end());
+}
+
+void Searcher::pause_event(Trial& t, const Event& e, std::vector<Op>& out) {
+  const bool runs = t.state == TrialState::running;
+  switch (e.kind) {
+    case Event::Kind::paused:
+      if (t.pause == Pause::none && runs) {
+        // It keeps its slot until its job is held (the held event).
+        t.pause = Pause::pausing;
+        out.push_back(emit(
+            {Op::Kind::hold, 0, t.id, nullptr, 0, t.rung, e.reason.empty() ? "paused" : e.reason}));
+      } else if (t.pause == Pause::none || t.pause == Pause::queued) {
+        t.pause = Pause::paused;  // waiting at a rung, or queued with its job held
+        queue_.erase(std::remove(queue_.begin(), queue_.end(), t.id), queue_.end());
+      } else if (t.pause == Pause::unpausing) {
+        t.pause = Pause::pausing;  // its hold is under way still
+      }
+      break;
+    case Event::Kind::held:
+      if (t.pause == Pause::pausing) {
+        t.pause = Pause::paused;  // off its GPUs: the slot is free (schedule)
+      } else if (t.pause == Pause::unpausing) {
+        release(t, "resumed (its slot kept)", out);
+      }
+      break;
+    case Event::Kind::resumed:
+      if (t.pause == Pause::pausing) {
+        t.pause = Pause::unpausing;
+      } else if (t.pause == Pause::paused && !runs) {
+        t.pause = Pause::none;  // waiting at its rung: may be promoted again
+      } else if (t.pause == Pause::paused) {
+        if (running() < config_.max_concurrent_trials) {
+          release(t, "resumed (a slot was free)", out);
+        } else {
+          t.pause = Pause::queued;
+          queue_.push_back(t.id);
+        }
+      }
+      break;
+    default: break;
+  }
+}
+
 void Searcher::schedule(std::vector<Op>& out) {
   if (complete_) return;
   while (running() < config_.max_concurrent_trials) {
+    // Resumed trials first, in the order they were resumed.
+    if (!queue_.empty()) {
+      release(*find_mut(queue_.front()), "resumed (a slot became free)", out);
+      continue;
+    }
     if (!promote(out) && !create(out)) break;
   }
   if (running() > 0) return;
+  // A paused trial may still run (or be promoted) once resumed: the search waits for it.
+  if (std::any_of(trials_.begin(), trials_.end(), [](const Trial& t) {
+        return (t.state == TrialState::running || t.state == TrialState::waiting) &&
+               t.pause != Pause::none;
+      })) {
+    return;
+  }
   // Nothing runs and nothing can start: every waiting trial has lost its place.
   for (auto& t : trials_) {
     if (t.state != TrialState::waiting) continue;
@@ -312,15 +395,32 @@ std::vector<Op> Searcher::handle(const Event& e) {
     t->state = TrialState::stopped;
     t->last_step.reset();
     t->reason = e.reason;
+    unpause_ended(*t);
     out.push_back(emit({Op::Kind::stop, 0, t->id, nullptr, 0, t->rung, t->reason}));
     schedule(out);
     return out;
   }
+  if (t != nullptr &&
+      (e.kind == Event::Kind::paused || e.kind == Event::Kind::held ||
+       e.kind == Event::Kind::resumed) &&
+      (t->state == TrialState::running || t->state == TrialState::waiting)) {
+    pause_event(*t, e, out);
+    schedule(out);
+    return out;
+  }
   if (t == nullptr || t->state != TrialState::running) return out;
+  if (e.kind == Event::Kind::finished || e.kind == Event::Kind::failed) {
+    // Its job ended: a pause under way is done (off its GPUs), a resume under way too.
+    if (t->pause == Pause::pausing) t->pause = Pause::paused;
+    if (t->pause == Pause::unpausing) t->pause = Pause::none;
+  }
   switch (e.kind) {
     case Event::Kind::created:
     case Event::Kind::started:
-    case Event::Kind::stopped: return out;
+    case Event::Kind::stopped:
+    case Event::Kind::paused:
+    case Event::Kind::held:
+    case Event::Kind::resumed: return out;
     case Event::Kind::reported:
       if (e.step < rungs_[static_cast<std::size_t>(t->rung)] &&
           (!t->last_step || e.step >= *t->last_step) && std::isfinite(e.value)) {
@@ -353,12 +453,14 @@ std::vector<Op> Searcher::handle(const Event& e) {
                             rungs_[static_cast<std::size_t>(t->rung)], t->rung,
                             fmt::format("retry {} of {} after: {}", t->restarts,
                                         config_.max_restarts, e.reason)}));
+        schedule(out);  // a paused trial's slot is free now (its job ended)
         return out;
       }
       t->state = TrialState::failed;
       t->reason = e.reason;
       break;
   }
+  unpause_ended(*t);
   schedule(out);
   return out;
 }
@@ -390,11 +492,13 @@ nlohmann::json Searcher::snapshot() const {
                       {"rung", t.rung},
                       {"restarts", t.restarts},
                       {"rung_values", values},
-                      {"reason", t.reason}});
+                      {"reason", t.reason},
+                      {"pause", pause_name(t.pause)}});
   }
   const auto b = best();
   return {{"rungs", rungs_},     {"trials", trials},      {"next_op", next_op_},
-          {"rng", rng_.state()}, {"complete", complete_}, {"best", b ? *b : ""}};
+          {"rng", rng_.state()}, {"complete", complete_}, {"best", b ? *b : ""},
+          {"queue", queue_}};
 }
 
 }  // namespace dl::exp::search

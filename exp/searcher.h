@@ -25,6 +25,20 @@
 // (resuming from its own checkpoint, keeping its slot); otherwise it is stopped for good.
 // Nothing waits at a rung, so no GPU time goes to a trial that ranked low when it
 // arrived and only later became "top" as worse trials arrived after it.
+//
+// Pausing one trial (`dl-search pause EXP TRIAL`; events paused, held, resumed) gives its
+// slot of max_concurrent_trials back, as Determined's pause of a trial frees its
+// resources, so that pausing trials never stalls the search. A running trial keeps
+// counting until its job is off its GPUs (the `held` event: its job requeued held after
+// its checkpoint, or held while pending); only then does its slot go to the next
+// promotion or trial, so the jobs that may run never exceed the limit, not even while
+// the paused one writes its checkpoint. A paused trial waiting at a rung is not
+// promoted. A resumed trial runs again at once if a slot is free; otherwise it waits for
+// one (its job stays held) and gets the next free slot before any promotion or new
+// trial, in the order trials were resumed: it has a checkpoint part way through a rung,
+// and the user asked for it, so it goes first. Starting it at once instead would run
+// more than max_concurrent_trials at once, which the user set for a reason (a GPU quota,
+// a licence, a share of the cluster). A search is not complete while a trial is paused.
 #pragma once
 
 #include <cstdint>
@@ -102,7 +116,9 @@ std::vector<nlohmann::json> grid(const std::vector<Param>& space, std::size_t li
 struct Event {
   // stopped: the user stopped the trial (`dl-search stop EXP TRIAL`); it keeps its rung
   // values and checkpoints, never runs again, and the search goes on without it.
-  enum class Kind { created, started, reported, finished, failed, stopped };
+  // paused, resumed: `dl-search pause|resume EXP TRIAL`; held: the paused trial's job is
+  // off its GPUs (pending, held), so its slot is free.
+  enum class Kind { created, started, reported, finished, failed, stopped, paused, held, resumed };
   Kind kind = Kind::reported;
   std::string trial;
   std::int64_t step = 0;  // reported: the step the value belongs to
@@ -111,7 +127,9 @@ struct Event {
 };
 
 struct Op {
-  enum class Kind { create, resume, stop, complete };
+  // hold: hold the trial's job (requeued held if it runs, held if pending); release: let
+  // it run again (the trial's slot is its own again).
+  enum class Kind { create, resume, stop, complete, hold, release };
   Kind kind = Kind::create;
   std::int64_t index = 0;  // numbered from 0 in the order they are emitted
   std::string trial;
@@ -123,6 +141,14 @@ struct Op {
 
 enum class TrialState { running, waiting, completed, stopped, failed };
 const char* state_name(TrialState s);
+// A trial's pause, beside its state (running or waiting):
+//   none      not paused
+//   pausing   paused while running, its job not yet off its GPUs: it still counts
+//   unpausing resumed while pausing: counts, released as soon as it is held
+//   paused    paused (its job held, or waiting at a rung): does not count, not promoted
+//   queued    resumed, waits for a free slot (its job held): does not count
+enum class Pause { none, pausing, unpausing, paused, queued };
+const char* pause_name(Pause p);
 const char* op_name(Op::Kind k);
 
 struct Trial {
@@ -135,6 +161,7 @@ struct Trial {
   std::optional<std::int64_t> last_step;
   double last_value = 0;
   std::string reason;  // stopped, failed
+  Pause pause = Pause::none;
 };
 
 class Searcher {
@@ -152,6 +179,11 @@ class Searcher {
   const std::vector<Trial>& trials() const { return trials_; }
   const Trial* find(const std::string& trial) const;
   bool complete() const { return complete_; }
+  // The trials that hold a slot of max_concurrent_trials: running, not paused (or
+  // pausing, their job not yet held). Never more than max_concurrent_trials.
+  int running() const;
+  // Resumed trials waiting for a slot, first resumed first.
+  const std::vector<std::string>& queue() const { return queue_; }
   // The whole state, for equality checks after a replay and for `dl-search status`.
   nlohmann::json snapshot() const;
   // The trial with the best value at the highest rung any trial reached (ties: the
@@ -170,13 +202,19 @@ class Searcher {
   void continue_or_stop(Trial& t, std::vector<Op>& out);
   Op emit(Op op);
   double score(double value) const { return config_.mode == Mode::min ? value : -value; }
-  int running() const;
+  // The pause events (paused, held, resumed) of `t`.
+  void pause_event(Trial& t, const Event& e, std::vector<Op>& out);
+  // Gives `t` (paused or queued, running) its slot back: release op.
+  void release(Trial& t, const std::string& why, std::vector<Op>& out);
+  // A trial that ended (completed, stopped, failed) or now waits at a rung.
+  void unpause_ended(Trial& t);
 
   Config config_;
   std::vector<std::int64_t> rungs_;
   Rng rng_;
   std::vector<nlohmann::json> grid_;
   std::vector<Trial> trials_;
+  std::vector<std::string> queue_;
   std::int64_t next_op_ = 0;
   bool started_ = false;
   bool complete_ = false;

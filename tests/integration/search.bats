@@ -9,7 +9,8 @@
 # requeued, resumes from its own checkpoint and is counted once; one trial paused
 # (checkpointed, held), resumed from its checkpoint, another stopped across a driver
 # kill -9; only the owner may; `dl-exp plot` and `dl-exp serve`'s page mark the rungs;
-# asha_mode: stopping.
+# asha_mode: stopping; a paused trial gives its slot of max_concurrent_trials back, and a
+# resumed one waits for a free slot.
 
 load helpers
 
@@ -373,7 +374,7 @@ job_of() { squeue -h --states=all --me -o '%i|%j' | sed -n "s/|dls\.$EXP\.$1\.[0
   grep -q "t001: paused (dl-search pause)" driver.txt
   run dl-search status "$EXP"
   [[ $output == *"t001   paused "* ]]
-  # Held, not failed: the search goes on without it (t002, then t003).
+  # Held, not failed: the search goes on without it (t003 takes its slot).
   wait_until 60 'reached t003 1'
   [ "$(job_field "$job1" JobState)" = PENDING ]
   # Stop t003 in the middle of its rung; the driver dies before it cancelled the job, the
@@ -390,12 +391,15 @@ job_of() { squeue -h --states=all --me -o '%i|%j' | sed -n "s/|dls\.$EXP\.$1\.[0
   run dl-search stop "$EXP" t003
   [ "$status" -eq 2 ]
   [ "$output" = "dl-search: stop: trial 't003' of search '$EXP' is stopped; only a running or waiting trial can be stopped" ]
-  # Pause t002, waiting at rung 0: once promoted, its next rung is submitted held.
+  # Pause t002, waiting at rung 0: it is not promoted while paused (t004, which took
+  # t003's slot, ends rung 0 meanwhile), and the search does not end without it.
+  wait_until 60 "dl-search status $EXP | grep -q '^t002   waiting '"
   dl-search pause "$EXP" t002
-  wait_until 60 'grep -q "t002: job [0-9]* (resume to rung 1" driver2.txt'
-  job2=$(job_of t002)
-  [ "$(job_field "$job2" JobState)" = PENDING ]
-  [ "$(job_field "$job2" Reason)" = JobHeldUser ]
+  wait_until 60 'grep -q "t004: rung 0 done" driver2.txt'
+  run grep -q "t002: job [0-9]* (resume" driver2.txt
+  [ "$status" -ne 0 ]
+  run dl-search status "$EXP"
+  [[ $output == *"t002   paused "* ]]
   dl-search resume "$EXP" t002
   # Resume t001: the same job runs again, from its own checkpoint.
   dl-search resume "$EXP" t001
@@ -480,4 +484,70 @@ ops = d["operations"]
 assert not any(o["reason"].startswith("promoted") for o in ops), ops
 assert all(o["reason"].startswith(("new trial", "continued from rung")) for o in ops if o["kind"] in ("create", "resume")), ops
 ' <status.json
+}
+
+@test "search 11: a paused trial gives its slot back while held; a resumed one waits for a free slot (across a driver kill -9), then goes first; never more than max_concurrent_trials at once" {
+  # Random search, 3 trials, 1 at a time, 12 steps of 0.3 s: t001 is paused mid-run,
+  # t002 runs in its slot, t001 resumed meanwhile waits for t002 to end, then runs again
+  # before t003 starts.
+  cat >one.yaml <<EOF
+name: $EXP
+trial:
+  command: srun --mpi=pmix dlrun /usr/bin/python3 $DL_ROOT/examples/search_trainer.py --step-ms 300
+  sbatch: [--partition=low, --ntasks=1, --dl-grace=30s, --dl-max-restarts=0]
+hyperparameters:
+  lr: {type: log, minval: 0.001, maxval: 1.0}
+searcher:
+  name: random
+  metric: loss
+  budget: 12
+  max_trials: 3
+  max_concurrent_trials: 1
+  seed: 5
+  max_restarts: 0
+EOF
+  dl-search submit one.yaml 2>driver.txt &
+  echo $! >driver.pid
+  wait_until 60 'reached t001 1'
+  job1=$(job_of t001)
+  dl-search pause "$EXP" t001
+  # Checkpointed and requeued held: its slot goes to t002 while it is held.
+  wait_until 60 'grep -q "t002: job [0-9]* (create" driver.txt' || { cat driver.txt; false; }
+  grep -q "t001: job $job1 held; its slot is free" driver.txt
+  [ "$(job_field "$job1" JobState)" = PENDING ]
+  [ "$(job_field "$job1" Reason)" = job_requeued_in_held_state ]
+  # Resumed while t002 has the only slot: it waits, its job stays held.
+  dl-search resume "$EXP" t001
+  wait_until 30 'grep -q "t001: resumed (dl-search resume); waits for a free slot (1 of 1 taken)" driver.txt' ||
+    { cat driver.txt; false; }
+  # The driver killed now (kill -9) and started again: its journal says t001 waits.
+  kill -9 "$(cat driver.pid)"
+  wait "$(cat driver.pid)" || true
+  dl-search drive "$EXP" 2>driver2.txt &
+  echo $! >driver.pid
+  wait_until 30 'grep -q "operation(s) replayed" driver2.txt'
+  run dl-search status "$EXP"
+  [[ $output == *"t001   resuming "* ]]
+  [ "$(job_field "$job1" JobState)" = PENDING ]
+  [ "$(job_field "$job1" Reason)" = job_requeued_in_held_state ]
+  wait "$(cat driver.pid)"
+  rm driver.pid
+  cat driver.txt driver2.txt
+  # t002's end gave the slot to t001 (the same job, released), before t003 was created.
+  cat driver.txt driver2.txt |
+    grep -o "t002: rung 0 done\|t001: released, runs again (resumed (a slot became free))\|t003: job [0-9]* (create" >order.txt
+  sed -i 's/^t003: job [0-9]* (create$/t003 created/' order.txt
+  printf '%s\n' "t002: rung 0 done" "t001: released, runs again (resumed (a slot became free))" "t003 created" | diff - order.txt
+  [ "$(job_field "$job1" Restarts)" = 1 ]
+  check_search "$EXP"
+  # Never two trials at once: in the order of their steps' records, the trials run one
+  # after the other (t001 before its pause, t002, t001 from its checkpoint, t003).
+  dl-exp metrics "$EXP" --json | check_json '
+m = sorted((x["time"], x["trial"], x["step"]) for x in d["metrics"] if x["name"] == "loss")
+runs = []
+for _, trial, step in m:
+    if not runs or runs[-1][0] != trial:
+        runs.append([trial, step])
+assert [r[0] for r in runs] == ["t001", "t002", "t001", "t003"], runs
+assert runs[2][1] > 0, runs  # t001 went on from its checkpoint, not from step 0'
 }

@@ -1,5 +1,6 @@
 // The searcher state machine (exp/searcher.h): rung math, ASHA's promotion rule, the
-// baselines, failures and retries, and that replaying the same events gives the same state.
+// baselines, failures and retries, pausing one trial (its slot given back, resumed within
+// max_concurrent_trials), and that replaying the same events gives the same state.
 #include "exp/searcher.h"
 
 #include <gtest/gtest.h>
@@ -8,6 +9,8 @@
 #include <cmath>
 #include <deque>
 #include <functional>
+#include <map>
+#include <random>
 #include <set>
 
 #include "core/error.h"
@@ -518,4 +521,277 @@ TEST(GridSearch, RunsEachPointOnce) {
 }
 
 }  // namespace
+// ---- pausing one trial (dl-search pause|resume EXP TRIAL) ----
+
+Event ev(Event::Kind k, const std::string& trial) { return {k, trial, 0, 0, ""}; }
+
+TEST(Pause, ARunningTrialKeepsItsSlotUntilItsJobIsHeldThenGivesItBack) {
+  Searcher s(asha(4, 1, 2, 2, 4));
+  auto ops = s.start();
+  ASSERT_EQ(ops[0].trial, "t001");
+  ops = s.handle(ev(Event::Kind::paused, "t001"));
+  ASSERT_EQ(ops.size(), 1u);  // hold its job; no new trial while it is still on its GPUs
+  EXPECT_EQ(ops[0].kind, Op::Kind::hold);
+  EXPECT_EQ(ops[0].trial, "t001");
+  EXPECT_EQ(s.find("t001")->pause, Pause::pausing);
+  EXPECT_EQ(s.running(), 1);
+  ops = s.handle(ev(Event::Kind::held, "t001"));
+  ASSERT_EQ(ops.size(), 1u);  // off its GPUs: its slot goes to a new trial
+  EXPECT_EQ(ops[0].kind, Op::Kind::create);
+  EXPECT_EQ(ops[0].trial, "t002");
+  EXPECT_EQ(s.find("t001")->pause, Pause::paused);
+  EXPECT_EQ(s.find("t001")->state, TrialState::running);  // its run is not over
+  EXPECT_EQ(s.running(), 1);
+  // A second pause or held changes nothing.
+  const auto before = s.snapshot();
+  EXPECT_TRUE(s.handle(ev(Event::Kind::paused, "t001")).empty());
+  EXPECT_TRUE(s.handle(ev(Event::Kind::held, "t001")).empty());
+  EXPECT_EQ(s.snapshot(), before);
+}
+
+TEST(Pause, AResumedTrialWaitsForAFreeSlotThenGoesBeforeAnyPromotionOrNewTrial) {
+  Searcher s(asha(4, 1, 2, 2, 4));
+  auto ops = s.start();
+  s.handle(ev(Event::Kind::paused, "t001"));
+  ops = s.handle(ev(Event::Kind::held, "t001"));
+  ASSERT_EQ(ops[0].trial, "t002");
+  const Op t002 = ops[0];
+  // Resumed while t002 has the only slot: it waits, its job stays held.
+  EXPECT_TRUE(s.handle(ev(Event::Kind::resumed, "t001")).empty());
+  EXPECT_EQ(s.find("t001")->pause, Pause::queued);
+  EXPECT_EQ(s.queue(), std::vector<std::string>{"t001"});
+  EXPECT_EQ(s.running(), 1);
+  // t002 ends its rung: t001 gets the slot, not a new trial (nor a promotion).
+  ops = finish(s, t002, 1.0);
+  ASSERT_EQ(ops.size(), 1u);
+  EXPECT_EQ(ops[0].kind, Op::Kind::release);
+  EXPECT_EQ(ops[0].trial, "t001");
+  EXPECT_EQ(ops[0].reason, "resumed (a slot became free)");
+  EXPECT_EQ(s.find("t001")->pause, Pause::none);
+  EXPECT_TRUE(s.queue().empty());
+  EXPECT_EQ(s.running(), 1);
+  // Its run goes on where it was (the same run op): it finishes its rung.
+  ops = s.handle({Event::Kind::reported, "t001", 1, 0.5, ""});
+  ops = s.handle(ev(Event::Kind::finished, "t001"));
+  ASSERT_FALSE(ops.empty());
+  EXPECT_EQ(ops[0].kind, Op::Kind::resume);  // t001 (0.5) tops rung 0 of two
+  EXPECT_EQ(ops[0].trial, "t001");
+}
+
+TEST(Pause, AResumedTrialWithASlotFreeIsReleasedAtOnce) {
+  Searcher s(asha(2, 2, 2, 2, 4));
+  auto ops = s.start();
+  ASSERT_EQ(ops.size(), 2u);
+  s.handle(ev(Event::Kind::paused, "t001"));
+  EXPECT_TRUE(s.handle(ev(Event::Kind::held, "t001")).empty());  // max_trials reached
+  EXPECT_EQ(s.running(), 1);
+  ops = s.handle(ev(Event::Kind::resumed, "t001"));
+  ASSERT_EQ(ops.size(), 1u);
+  EXPECT_EQ(ops[0].kind, Op::Kind::release);
+  EXPECT_EQ(ops[0].reason, "resumed (a slot was free)");
+  EXPECT_EQ(s.running(), 2);
+}
+
+TEST(Pause, ResumedWhileItsHoldIsUnderWayItKeepsItsSlotAndIsReleasedOnceHeld) {
+  Searcher s(asha(4, 1, 2, 2, 4));
+  s.start();
+  s.handle(ev(Event::Kind::paused, "t001"));
+  EXPECT_TRUE(s.handle(ev(Event::Kind::resumed, "t001")).empty());
+  EXPECT_EQ(s.find("t001")->pause, Pause::unpausing);
+  EXPECT_EQ(s.running(), 1);
+  const auto ops = s.handle(ev(Event::Kind::held, "t001"));
+  ASSERT_EQ(ops.size(), 1u);  // no new trial in between: the slot stays its own
+  EXPECT_EQ(ops[0].kind, Op::Kind::release);
+  EXPECT_EQ(ops[0].trial, "t001");
+  EXPECT_EQ(s.find("t001")->pause, Pause::none);
+}
+
+TEST(Pause, ARunThatEndsBeforeItsHoldLeavesTheTrialPausedAtItsRung) {
+  Searcher s(asha(4, 1, 2, 2, 4));
+  auto ops = s.start();
+  s.handle(ev(Event::Kind::paused, "t001"));
+  ops = finish(s, ops[0], 1.0);  // the rung ended before the hold reached the job
+  EXPECT_EQ(s.find("t001")->state, TrialState::waiting);
+  EXPECT_EQ(s.find("t001")->pause, Pause::paused);
+  ASSERT_EQ(ops.size(), 1u);
+  EXPECT_EQ(ops[0].trial, "t002");
+}
+
+TEST(Pause, APausedWaitingTrialIsNotPromotedAndTheSearchWaitsForIt) {
+  Searcher s(asha(4, 1, 2, 2, 4));
+  auto ops = s.start();
+  ops = finish(s, ops[0], 1.0);  // t001 waits at rung 0; t002 starts
+  EXPECT_TRUE(s.handle(ev(Event::Kind::paused, "t001")).empty());  // no job: no hold
+  EXPECT_EQ(s.find("t001")->pause, Pause::paused);
+  ops = finish(s, ops[0], 2.0);  // t001 would be promoted (top 1 of 2); paused, it is not
+  ASSERT_EQ(ops.size(), 1u);
+  EXPECT_EQ(ops[0].kind, Op::Kind::create);
+  EXPECT_EQ(ops[0].trial, "t003");
+  ops = finish(s, ops[0], 3.0);
+  ASSERT_EQ(ops[0].trial, "t004");
+  ops = finish(s, ops[0], 4.0);  // top 2 of 4: t001 (paused), then t002
+  ASSERT_EQ(ops.size(), 1u);
+  EXPECT_EQ(ops[0].kind, Op::Kind::resume);
+  EXPECT_EQ(ops[0].trial, "t002");
+  ops = finish(s, ops[0], 1.5);  // t002 completes; nothing runs, t001 is paused
+  EXPECT_TRUE(ops.empty());
+  EXPECT_FALSE(s.complete());
+  ops = s.handle(ev(Event::Kind::resumed, "t001"));
+  ASSERT_EQ(ops.size(), 1u);  // eligible again: promoted
+  EXPECT_EQ(ops[0].kind, Op::Kind::resume);
+  EXPECT_EQ(ops[0].trial, "t001");
+  ops = finish(s, ops[0], 0.5);
+  ASSERT_FALSE(ops.empty());
+  EXPECT_EQ(ops.back().kind, Op::Kind::complete);
+  EXPECT_EQ(*s.best(), "t001");
+}
+
+TEST(Pause, StoppingAQueuedOrPausedTrialTakesItOutOfTheQueue) {
+  Searcher s(asha(6, 1, 2, 2, 4));
+  s.start();
+  s.handle(ev(Event::Kind::paused, "t001"));
+  s.handle(ev(Event::Kind::held, "t001"));
+  s.handle(ev(Event::Kind::resumed, "t001"));
+  ASSERT_EQ(s.queue(), std::vector<std::string>{"t001"});
+  const auto ops = s.handle({Event::Kind::stopped, "t001", 0, 0, "by hand"});
+  ASSERT_EQ(ops.size(), 1u);
+  EXPECT_EQ(ops[0].kind, Op::Kind::stop);
+  EXPECT_TRUE(s.queue().empty());
+  EXPECT_EQ(s.find("t001")->pause, Pause::none);
+  EXPECT_EQ(s.running(), 1);  // t002 only
+}
+
+TEST(Pause, AFailedPausedRunIsRetriedHeldWithoutASlot) {
+  Config c = asha(4, 1, 2, 2, 4);
+  c.max_restarts = 1;
+  Searcher s(c);
+  s.start();
+  s.handle(ev(Event::Kind::paused, "t001"));
+  // Its job failed while the hold was under way: retried (submitted held), off its GPUs.
+  const auto ops = s.handle({Event::Kind::failed, "t001", 0, 0, "exit code 1"});
+  ASSERT_EQ(ops.size(), 2u);
+  EXPECT_EQ(ops[0].kind, Op::Kind::resume);
+  EXPECT_EQ(ops[0].trial, "t001");
+  EXPECT_EQ(ops[1].kind, Op::Kind::create);
+  EXPECT_EQ(ops[1].trial, "t002");
+  EXPECT_EQ(s.find("t001")->pause, Pause::paused);
+  EXPECT_EQ(s.running(), 1);
+}
+
+// A simulated cluster with users pausing and resuming trials at random: the trials whose
+// jobs may run on their GPUs (not held, or their hold not yet taken effect) never exceed
+// max_concurrent_trials; every trial ends; replaying the events gives the same operations
+// and state.
+TEST(Pause, RandomPausesAndResumesNeverRunMoreThanMaxConcurrentTrials) {
+  for (std::uint32_t seed = 1; seed <= 60; ++seed) {
+    for (auto mode : {AshaMode::promotion, AshaMode::stopping}) {
+      Config c = asha(10, 3, 2, 3, 8);
+      c.asha_mode = mode;
+      c.max_restarts = 1;
+      Searcher s(c);
+      std::mt19937 rng(seed);
+      std::map<std::string, bool> on_gpu;  // trial -> its job runs
+      std::map<std::string, Op> run_of;    // trial -> its current run op
+      std::vector<Event> events;
+      std::vector<Op> all;
+      int most = 0;
+      auto take = [&](const std::vector<Op>& ops) {
+        for (const auto& op : ops) {
+          all.push_back(op);
+          const Trial* t = s.find(op.trial);
+          if (op.kind == Op::Kind::create || op.kind == Op::Kind::resume) {
+            run_of[op.trial] = op;
+            // The driver submits --hold while the trial is paused, pausing or queued.
+            on_gpu[op.trial] = t->pause == Pause::none || t->pause == Pause::unpausing;
+          } else if (op.kind == Op::Kind::release) {
+            on_gpu[op.trial] = true;
+          } else if (op.kind == Op::Kind::stop) {
+            on_gpu[op.trial] = false;
+          }
+        }
+        int n = 0;
+        for (const auto& [id, on] : on_gpu) n += on;
+        most = std::max(most, n);
+        ASSERT_LE(n, c.max_concurrent_trials) << "seed " << seed;
+        ASSERT_LE(s.running(), c.max_concurrent_trials) << "seed " << seed;
+        for (const auto& [id, on] : on_gpu) {
+          if (on) {
+            ASSERT_EQ(s.find(id)->state, TrialState::running) << id;
+          }
+        }
+      };
+      auto feed = [&](const Event& e) {
+        events.push_back(e);
+        take(s.handle(e));
+      };
+      take(s.start());
+      for (int step = 0; step < 2000 && !s.complete(); ++step) {
+        std::vector<std::string> live;
+        for (const auto& t : s.trials()) {
+          if (t.state == TrialState::running || t.state == TrialState::waiting)
+            live.push_back(t.id);
+        }
+        ASSERT_FALSE(live.empty()) << "seed " << seed;
+        const std::string id = live[rng() % live.size()];
+        const Trial t = *s.find(id);
+        const bool late = step > 400;  // then only resume and finish, to end the search
+        switch (rng() % 6) {
+          case 0:  // pause
+            if (!late && (t.pause == Pause::none || t.pause == Pause::unpausing ||
+                          t.pause == Pause::queued)) {
+              feed(ev(Event::Kind::paused, id));
+            }
+            break;
+          case 1:  // the hold takes effect: the job is off its GPUs
+            if (t.pause == Pause::pausing || t.pause == Pause::unpausing) {
+              on_gpu[id] = false;
+              feed(ev(Event::Kind::held, id));
+            }
+            break;
+          case 2:  // resume
+            if (t.pause == Pause::pausing || t.pause == Pause::paused) {
+              feed(ev(Event::Kind::resumed, id));
+            }
+            break;
+          case 3:  // the run fails
+            if (!late && on_gpu[id]) {
+              on_gpu[id] = false;
+              feed({Event::Kind::failed, id, 0, 0, "exit code 1"});
+            }
+            break;
+          default:  // the run ends its rung
+            if (on_gpu[id]) {
+              const Op op = run_of.at(id);
+              on_gpu[id] = false;
+              const double v = std::fmod(std::stoi(id.substr(1)) * 0.37, 1.0) + 1.0 / (op.rung + 1);
+              feed({Event::Kind::reported, id, op.budget - 1, v, ""});
+              feed(ev(Event::Kind::finished, id));
+            }
+        }
+      }
+      ASSERT_TRUE(s.complete()) << "seed " << seed;
+      EXPECT_EQ(most, c.max_concurrent_trials) << "seed " << seed;
+      for (const auto& t : s.trials()) {
+        EXPECT_TRUE(t.state == TrialState::completed || t.state == TrialState::stopped ||
+                    t.state == TrialState::failed)
+            << t.id;
+        EXPECT_EQ(t.pause, Pause::none) << t.id;
+      }
+      // A restarted driver replays the same events into the same operations and state.
+      Searcher again(c);
+      std::vector<Op> ops = again.start();
+      for (const auto& e : events) {
+        for (auto& o : again.handle(e)) ops.push_back(o);
+      }
+      ASSERT_EQ(ops.size(), all.size());
+      for (std::size_t i = 0; i < ops.size(); ++i) {
+        EXPECT_EQ(ops[i].kind, all[i].kind);
+        EXPECT_EQ(ops[i].trial, all[i].trial);
+        EXPECT_EQ(ops[i].index, all[i].index);
+      }
+      EXPECT_EQ(again.snapshot(), s.snapshot());
+    }
+  }
+}
+
 }  // namespace dl::exp::search
