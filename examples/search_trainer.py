@@ -44,17 +44,12 @@ def loss_at(hp, step):
     return floor + (1.0 - floor) * math.exp(-rate * (step + 1))
 
 
-def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--steps", type=int, default=32)
-    parser.add_argument("--step-ms", type=int, default=0)
-    args = parser.parse_args()
+def train(loss_of, budget, step_ms=0, after_report=None):
+    """Trains steps up to `budget` from the trial's checkpoint (if any): step k's loss is
+    loss_of(k), reported with the step; after_report(step, loss), if given, runs after each
+    report. Checkpoints when dlrun asks and at the end; returns the running total of the
+    losses, the "model" that must survive every resume to be right at the end."""
     hp = slurm_dl.hparams()
-    budget = slurm_dl.max_steps() or args.steps
-    if hp.get("crash"):
-        print("crash: true in the hyperparameters; failing", flush=True)
-        sys.exit(1)
-
     first, total = 0, np.zeros(1)
     path = slurm_dl.resume_path()
     if path:
@@ -67,12 +62,14 @@ def main():
     saver = ckpt.Saver()
     saved = -1
     for step in range(first, budget):
-        if args.step_ms:
-            time.sleep(args.step_ms / 1000)
-        loss = loss_at(hp, step)
-        total += loss  # the "model": it must survive the resume to be right at the end
+        if step_ms:
+            time.sleep(step_ms / 1000)
+        loss = loss_of(step)
+        total += loss
         slurm_dl.report_step(step)
         slurm_dl.report_metrics(step, {"loss": loss})
+        if after_report:
+            after_report(step, loss)
         if slurm_dl.should_checkpoint():
             saver.save(step, {"total": total})
             slurm_dl.checkpoint_done(step)
@@ -81,6 +78,20 @@ def main():
         saver.save(budget - 1, {"total": total})
         slurm_dl.checkpoint_done(budget - 1)
     saver.close()
+    return total
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--steps", type=int, default=32)
+    parser.add_argument("--step-ms", type=int, default=0)
+    args = parser.parse_args()
+    hp = slurm_dl.hparams()
+    budget = slurm_dl.max_steps() or args.steps
+    if hp.get("crash"):
+        print("crash: true in the hyperparameters; failing", flush=True)
+        sys.exit(1)
+    total = train(lambda step: loss_at(hp, step), budget, args.step_ms)
     print(f"done at step {budget - 1} loss {loss_at(hp, budget - 1):.6f} total {total[0]:.6f}",
           flush=True)
 

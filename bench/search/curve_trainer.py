@@ -24,12 +24,11 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "..", "python"))
-
-import numpy as np  # noqa: E402
+sys.path.insert(0, os.path.join(HERE, "..", "..", "examples"))
 
 import curves  # noqa: E402
+import search_trainer  # noqa: E402
 import slurm_dl  # noqa: E402
-from slurm_dl import ckpt  # noqa: E402
 
 
 def main():
@@ -43,38 +42,17 @@ def main():
     budget = slurm_dl.max_steps() or curves.BUDGET
     point = (float(hp["lr"]), int(hp["width"]), hp["act"], float(hp["momentum"]))
 
-    first, total = 0, np.zeros(1)
-    path = slurm_dl.resume_path()
-    if path:
-        with ckpt.Checkpoint(path) as c:
-            first = c.step + 1
-            total = c.read("total")
-    print(f"start at step {first} budget {budget} hparams {hp}"
-          + (f" resumed from {path}" if path else " fresh"), flush=True)
-
-    saver = ckpt.Saver()
-    saved = -1
-    for step in range(first, budget):
-        time.sleep(args.step_ms / 1000)
-        loss = float(curves.loss(*point, step, args.shape))
-        total += loss
-        slurm_dl.report_step(step)
-        slurm_dl.report_metrics(step, {"loss": loss})
-        now = time.time()
+    def note_target(step, loss):
         if step == curves.BUDGET - 1 and loss <= args.target:
+            now = time.time()
             trial = os.environ.get("DL_EXP_TRIAL", "trial")
             tmp = os.path.join(args.reached_dir, f".{trial}.{os.getpid()}")
             with open(tmp, "w") as f:
                 f.write(f"{now:.6f} {loss:.9f}\n")
             os.rename(tmp, os.path.join(args.reached_dir, trial))
-        if slurm_dl.should_checkpoint():
-            saver.save(step, {"total": total})
-            slurm_dl.checkpoint_done(step)
-            saved = step
-    if budget - 1 > saved and budget > first:
-        saver.save(budget - 1, {"total": total})
-        slurm_dl.checkpoint_done(budget - 1)
-    saver.close()
+
+    total = search_trainer.train(lambda step: float(curves.loss(*point, step, args.shape)),
+                                 budget, args.step_ms, note_target)
     print(f"done at step {budget - 1} total {total[0]:.6f}", flush=True)
 
 
