@@ -34,6 +34,8 @@ class Coordinator {
 
   // After the program started: reads the job (end time, comment) and the restart history.
   void start(Steady::time_point now);
+  // Where `rank` runs (from its HELLO): names the node of a failed run's culprit.
+  void set_node(std::uint32_t rank, const std::string& node);
 
   void on_message(std::uint32_t rank, const Message& m, Steady::time_point now);
   // A rank's dlrun went away without saying how its program ended; `node` is where it ran.
@@ -69,7 +71,9 @@ class Coordinator {
   bool target_sent_ = false;
   std::uint64_t next_seq_ = 1;
   bool ending_ = false;
-  std::string lost_node_;  // the node of the rank whose loss ended the run
+  std::string lost_node_;           // the node of the rank whose loss ended the run
+  std::vector<std::string> nodes_;  // by rank
+  std::optional<Culprit> culprit_;  // what ended a failed run
 
   SaveTimeEstimate save_time_;
   std::optional<Steady::time_point> next_periodic_;
