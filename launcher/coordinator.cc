@@ -6,6 +6,7 @@
 #include <csignal>
 
 #include "ckpt/names.h"
+#include "core/drain.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "exp/trial.h"
@@ -220,6 +221,13 @@ void Coordinator::end_run(RunEnd end, int code, const std::string& why, Steady::
     // Under the job-level launcher every rank ends with one code that says "failed",
     // whatever the program's (a program's 75 or 143 must not read as a stop), and the
     // launcher decides: restart guard, nodes, a new step or a requeue.
+    // The rank that caused the failure ends first, with its own code, so that the plugin
+    // in slurmstepd sees which node was the culprit (its END arrives before the others';
+    // a rank's dlrun takes the first END it gets).
+    if (job_.under_launcher && job_.mark_culprit && send_to_ && culprit_ &&
+        culprit_->kind != CulpritKind::lost) {
+      send_to_(culprit_->rank, end_message(kExitCulpritStep, why));
+    }
     broadcast_(end_message(job_.under_launcher ? kExitRestartStep : code, why));
     if (job_.under_launcher) {
       report_lost_node(job_, lost_node_);

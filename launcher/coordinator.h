@@ -36,6 +36,10 @@ class Coordinator {
   void start(Steady::time_point now);
   // Where `rank` runs (from its HELLO): names the node of a failed run's culprit.
   void set_node(std::uint32_t rank, const std::string& node);
+  // Sends a message to one rank (rank 0 included): the culprit's end (mark_culprit).
+  void set_send_to(std::function<void(std::uint32_t, const Message&)> send_to) {
+    send_to_ = std::move(send_to);
+  }
 
   void on_message(std::uint32_t rank, const Message& m, Steady::time_point now);
   // A rank's dlrun went away without saying how its program ended; `node` is where it ran.
@@ -61,6 +65,7 @@ class Coordinator {
   std::uint32_t world_size_;
   const ChannelFile& own_;
   Broadcast broadcast_;
+  std::function<void(std::uint32_t, const Message&)> send_to_;
 
   std::vector<bool> exited_;
   std::optional<CheckpointRound> round_;

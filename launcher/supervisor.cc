@@ -136,6 +136,7 @@ class Supervisor {
   void handle(const Message& m);
   void send_up(const Message& m);
   void broadcast(const Message& m);
+  void send_to(std::uint32_t rank, const Message& m);
   void answer_round(bool frozen, std::int64_t step);
   void end_program(int code, const std::string& why);
 
@@ -192,6 +193,7 @@ int Supervisor::run() {
     coordinator_ =
         std::make_unique<Coordinator>(options_, job_, boot_.layout.world_size, boot_.resume,
                                       *channel_, [this](const Message& m) { broadcast(m); });
+    coordinator_->set_send_to([this](std::uint32_t rank, const Message& m) { send_to(rank, m); });
     coordinator_->set_node(0, boot_.rendezvous.node);
     for (const auto& c : peers_) {
       if (c->rank >= 0) coordinator_->set_node(static_cast<std::uint32_t>(c->rank), c->node);
@@ -416,6 +418,21 @@ void Supervisor::send_up(const Message& m) {
     net::send_all(up_->fd.get(), format_message(m));
   } catch (const SystemError& e) {
     log(LogLevel::verbose, "{}", e.what());
+  }
+}
+
+void Supervisor::send_to(std::uint32_t rank, const Message& m) {
+  if (rank == 0) {
+    to_self_.push_back(m);
+    return;
+  }
+  for (auto& c : peers_) {
+    if (!c->fd || c->rank != static_cast<std::int64_t>(rank)) continue;
+    try {
+      net::send_all(c->fd.get(), format_message(m));
+    } catch (const SystemError& e) {
+      log(LogLevel::verbose, "rank {}: {}", rank, e.what());
+    }
   }
 }
 

@@ -18,4 +18,13 @@ int slurmstepd_post_opt(spank_t sp);
 // checkpoint directory and give the task the DL_* variables (slurmstepd.cc).
 int slurmstepd_task_init(spank_t sp);
 
+// slurmstepd (remote), as root, as each task's exit status is collected: notes whether
+// a task exited with kExitCulpritStep (drain_after; slurmstepd.cc).
+int slurmstepd_task_exit(spank_t sp);
+
+// slurmstepd (remote), as root, when the step ends on this node: records the step's
+// outcome for drain_after and drains the node when two steps in a row of the job were
+// its culprit (core/drain.h; slurmstepd.cc).
+int slurmstepd_exit(spank_t sp);
+
 }  // namespace dl::spank

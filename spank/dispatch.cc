@@ -46,4 +46,17 @@ int slurm_spank_task_init(spank_t sp, int, char**) {
     return spank_context() == S_CTX_REMOTE ? dl::spank::slurmstepd_task_init(sp) : 0;
   });
 }
+
+// As root in slurmstepd (Slurm reclaims its privileges before both): drain_after.
+int slurm_spank_task_exit(spank_t sp, int, char**) {
+  return dl::spank::guarded("slurm_spank_task_exit", [&] {
+    return spank_context() == S_CTX_REMOTE ? dl::spank::slurmstepd_task_exit(sp) : 0;
+  });
+}
+
+int slurm_spank_exit(spank_t sp, int, char**) {
+  return dl::spank::guarded("slurm_spank_exit", [&] {
+    return spank_context() == S_CTX_REMOTE ? dl::spank::slurmstepd_exit(sp) : 0;
+  });
+}
 }
