@@ -134,11 +134,14 @@ namespace {
 constexpr std::uint32_t kMaxStepId = 0xfffffff0;
 
 // Whether this step's outcome counts for drain_after: a step of a --dl-* job whose
-// checks passed, not the batch script (the job-level launcher) or the extern step.
+// checks passed, started by dlrun's job-level launcher (DL_JOB_LAUNCHER=1: only there
+// does dlrun mark the culprit, so a program of `srun dlrun` that exits 77 for its own
+// reasons does not count), not the batch script (the launcher) or the extern step.
 bool drain_watched(spank_t sp) {
   if (site_config().drain_after == 0 || !step().spec || !step().refusal.empty()) return false;
   std::uint32_t id = kMaxStepId;
-  return spank_get_item(sp, S_JOB_STEPID, &id) == ESPANK_SUCCESS && id < kMaxStepId;
+  if (spank_get_item(sp, S_JOB_STEPID, &id) != ESPANK_SUCCESS || id >= kMaxStepId) return false;
+  return job_getenv(sp, "DL_JOB_LAUNCHER") == std::optional<std::string>("1");
 }
 
 // The state directory: root's (slurmstepd's user's), mode 0700, opened without

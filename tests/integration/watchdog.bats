@@ -140,10 +140,11 @@ check_hang() {
 @test "drain_after (hostile, as dltest): failures on different nodes, forged records, ordinary jobs and every task failing drain at most one node of the job's own" {
   drain_on
   cd /home/dltest
-  # Failures of the culprit's status on alternating nodes, and a clean step between two
-  # on the same node: no node failed two steps of the job in a row.
+  # The user forges what the plugin counts: DL_JOB_LAUNCHER=1 (steps of dlrun's job-level
+  # launcher) and tasks exiting 77. Failures of that status on alternating nodes, and a
+  # clean step between two on the same node: no node failed two steps of the job in a row.
   job=$(as_dltest sbatch --parsable -N2 --dl-gpus=2 -o /dev/null --wrap \
-    "a=\$(scontrol show hostnames \$SLURM_JOB_NODELIST | head -n 1); \
+    "export DL_JOB_LAUNCHER=1; a=\$(scontrol show hostnames \$SLURM_JOB_NODELIST | head -n 1); \
      b=\$(scontrol show hostnames \$SLURM_JOB_NODELIST | tail -n 1); \
      srun -w \$a -N1 -n1 sh -c 'exit 77'; srun -w \$b -N1 -n1 sh -c 'exit 77'; \
      srun -w \$a -N1 -n1 sh -c 'exit 77'; srun -w \$a -N1 -n1 true; \
@@ -157,14 +158,14 @@ check_hang() {
   ! as_dltest sh -c "echo 'culprit_steps=0 drained=0' >'$(drain_dir)/$first.999'"
   # An ordinary job (no --dl-* option) is never recorded.
   plain=$(as_dltest sbatch --parsable -N1 -o /dev/null --wrap \
-    "srun sh -c 'exit 77'; srun sh -c 'exit 77'; srun sh -c 'exit 77'")
+    "export DL_JOB_LAUNCHER=1; srun sh -c 'exit 77'; srun sh -c 'exit 77'; srun sh -c 'exit 77'")
   wait_state "$plain" 'COMPLETED|FAILED' 60
   [ -z "$(drained)" ]
   ! ls "$(drain_dir)" | grep -q "\.$plain\$"
   # Every task of every step exits with the culprit's status on both nodes: one node of
   # the job's own allocation is drained, once.
   all=$(as_dltest sbatch --parsable -N2 --dl-gpus=2 -o /dev/null --wrap \
-    "for i in 1 2 3 4; do srun sh -c 'exit 77'; done")
+    "export DL_JOB_LAUNCHER=1; for i in 1 2 3 4; do srun sh -c 'exit 77'; done")
   wait_state "$all" 'COMPLETED|FAILED' 60
   [ "$(drained | wc -l)" = 1 ]
   drained | grep -q " slurm-dl: job $all: steps 0,1 ended with this node as the culprit (dlrun exit 77)\$"
