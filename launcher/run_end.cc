@@ -115,14 +115,14 @@ RunOutcome conclude_run(const JobSettings& job, std::uint32_t max_stalled_restar
   }
   const RestartPolicy policy{job.max_restarts, max_stalled_restarts};
   RestartDecision d = decide_restart(policy, history, end, ckpt_at_start, out.newest_ckpt);
-  // A node that caused the job's last failures: named first, in the log and the status.
+  // A node that caused the job's last failures: in the log, and after the reason in the status.
   std::string excluded;
   std::string culprit_note;
   if (verdict && end == RunEnd::failed) {
     d.history.culprits = verdict->recent;
     if (verdict->exclude) {
       excluded = *verdict->exclude;
-      culprit_note = verdict->why + "; ";
+      culprit_note = "; " + verdict->why;
       log(LogLevel::error, "{}", verdict->why);
     }
   }
@@ -142,7 +142,7 @@ RunOutcome conclude_run(const JobSettings& job, std::uint32_t max_stalled_restar
                         "the restart guard will not see this run");
         }
         out.phase = JobPhase::restarting;
-        out.detail = fmt::format("{}; {}{}", why, culprit_note, d.reason);
+        out.detail = fmt::format("{}; {}{}", why, d.reason, culprit_note);
         out.restart_here = true;
         out.exit_code = kExitRestartStep;
         break;
@@ -164,7 +164,7 @@ RunOutcome conclude_run(const JobSettings& job, std::uint32_t max_stalled_restar
                       "the restart guard will not see this run");
       }
       out.phase = hold ? JobPhase::held : JobPhase::requeued;
-      out.detail = fmt::format("{}; {}{}", why, culprit_note, d.reason);
+      out.detail = fmt::format("{}; {}{}", why, d.reason, culprit_note);
       // The status line says why before the job is back in the queue.
       show(out.phase, out.detail);
       shown = true;
