@@ -95,6 +95,7 @@ class Launcher {
   bool stopping_ = false;        // SIGINT/SIGTERM: no more steps
   std::uint32_t restarts_here_ = 0;
   std::string batch_host_;
+  bool batch_job_ = false;
   // What made the current step fail (rank 0's report), and the culprits of the job's
   // earlier failures when it has no restart history file to keep them in.
   std::optional<Culprit> culprit_;
@@ -384,7 +385,7 @@ RecoveryOutcome Launcher::recover(int code, const StepShape& shape) {
   // A node that caused the job's last two failures is taken out like a failed one; the
   // batch host cannot leave the allocation the launcher runs in, so the job is requeued
   // without it.
-  const CulpritVerdict verdict = judge_run_culprit(s_.job, culprit_, remembered_);
+  CulpritVerdict verdict = judge_run_culprit(s_.job, culprit_, remembered_);
   remembered_ = verdict.recent;
   const bool exclude_batch_host = verdict.exclude && *verdict.exclude == batch_host_;
   const bool only_excluded = verdict.exclude && !exclude_batch_host && dead.empty();
@@ -397,6 +398,18 @@ RecoveryOutcome Launcher::recover(int code, const StepShape& shape) {
   if (exclude_batch_host) {
     plan.in_allocation = false;
     plan.why = fmt::format("node {} runs the batch script: requeued without it", batch_host_);
+  }
+  // An interactive allocation (salloc) cannot be requeued: without the node it would end,
+  // so it keeps the node and restarts as before.
+  if (verdict.exclude && !plan.in_allocation && !batch_job_ &&
+      (only_excluded || exclude_batch_host)) {
+    log(LogLevel::warning,
+        "{}, but the job cannot be requeued without it (not a batch job): "
+        "restarting on the same nodes",
+        verdict.why.substr(0, verdict.why.rfind(';')));
+    verdict.exclude.reset();
+    verdict.why.clear();
+    plan = plan_recovery(shape, {}, s_.elastic);
   }
   if (!plan.dead.empty()) log(LogLevel::info, "{}", plan.why);
   const std::string why = fmt::format("step failed (exit code {})", code);
@@ -431,6 +444,7 @@ RecoveryOutcome Launcher::recover(int code, const StepShape& shape) {
 int Launcher::run() {
   const slurm::JobInfo info = slurm::load_job(*s_.job.job);
   batch_host_ = info.batch_host;
+  batch_job_ = info.batch;
   try {
     address_ = net::host_address();
     listener_ = net::listen_on_any_port(address_);

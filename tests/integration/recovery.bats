@@ -254,3 +254,15 @@ crash_on_second_node() {
   grep -q "start rank=1 world=2 restart=2" out.txt
   grep -q "done rank=1 step=40" out.txt
 }
+
+@test "recovery 8: in salloc (no requeue possible) a node that caused the last two failures is kept, and the job restarts on it" {
+  TRAINER=$DL_BUILD_DIR/tests/integration/dlrun_trainer
+  timeout 120 salloc -N2 --ntasks-per-node=1 --dl-gpus=2 sh -c \
+    "victim=\$(scontrol show hostnames \$SLURM_JOB_NODELIST | sed -n 2p); echo \$victim >victim; \
+     exec $DLRUN $TRAINER --steps 20 --step-ms 50 --crash-at-step 5 --fail-runs 2 --crash-node \$victim" \
+    >out.txt 2>&1 || { cat out.txt; false; }
+  victim=$(cat victim)
+  grep -q "node $victim caused the last two failures (rank 1 on $victim failed; rank 1 on $victim failed), but the job cannot be requeued without it (not a batch job): restarting on the same nodes" out.txt
+  grep -q 'restart 2 inside the allocation (DL_RESTART_COUNT=2) on ' out.txt
+  grep -q "done rank=1 step=20" out.txt
+}
