@@ -133,6 +133,9 @@ check_hang() {
   [ "$(grep -c "rank 2 hung (no step for 3s, --dl-watchdog); report: .*: stopping all ranks" out.txt)" = 2 ]
   grep -q "node $node2 caused the last two failures (rank 2 on $node2 hung; rank 2 on $node2 hung); excluded" out.txt
   grep -q "done rank=1 step=12" out.txt
+  # The plugin drains when slurmstepd ends the step on the node, which may come after the
+  # job has finished on the node left.
+  wait_until 30 '[ -n "$(drained)" ]'
   [ "$(drained)" = "$node2 slurm-dl: job $job: steps 0,1 ended with this node as the culprit (dlrun exit 77)" ]
   [ "$(stat -c '%U %a' "$(drain_dir)")" = "root 700" ]
 }
@@ -152,7 +155,8 @@ check_hang() {
   wait_state "$job" 'COMPLETED|FAILED' 60
   [ -z "$(drained)" ]
   first=$(scontrol show hostnames "$(job_field "$job" NodeList)" | head -n 1)
-  [ "$(cat "$(drain_dir)/$first.$job")" = "culprit_steps=4 drained=0" ]
+  # (slurmstepd records a step when it ends there, which may come after srun returned.)
+  wait_until 10 "[ \"\$(cat '$(drain_dir)/$first.$job')\" = 'culprit_steps=4 drained=0' ]"
   # The records are root's: the user can neither read nor plant one.
   ! as_dltest cat "$(drain_dir)/$first.$job"
   ! as_dltest sh -c "echo 'culprit_steps=0 drained=0' >'$(drain_dir)/$first.999'"
@@ -167,6 +171,9 @@ check_hang() {
   all=$(as_dltest sbatch --parsable -N2 --dl-gpus=2 -o /dev/null --wrap \
     "export DL_JOB_LAUNCHER=1; for i in 1 2 3 4; do srun sh -c 'exit 77'; done")
   wait_state "$all" 'COMPLETED|FAILED' 60
+  # The second node checks a second after the first (and the job may be over by then).
+  wait_until 30 '[ -n "$(drained)" ]'
+  sleep 2
   [ "$(drained | wc -l)" = 1 ]
   drained | grep -q " slurm-dl: job $all: steps 0,1 ended with this node as the culprit (dlrun exit 77)\$"
   scontrol show hostnames "$(job_field "$all" NodeList)" | grep -qx "$(drained | cut -d' ' -f1)"
