@@ -33,6 +33,11 @@ struct SiteConfig {
   // Whether default_ckpt_root is shared by all nodes: yes/no asserted by the site, or
   // auto (nullopt): judged from its file-system type (see classify_fs_type).
   std::optional<bool> shared_ckpt_root;
+  // Drain a node after this many steps in a row of one --dl-* job ended with the node as
+  // their culprit (see core/drain.h); 0: never (the default).
+  std::uint32_t drain_after = 0;
+  // Where slurmstepd keeps those records: a node-local directory, root's, mode 0700.
+  std::string drain_state_dir = "/var/spool/slurm-dl";
 
   std::vector<std::string> effective_ckpt_roots() const;
 };

@@ -6,9 +6,11 @@
 #include <csignal>
 
 #include "ckpt/names.h"
+#include "core/drain.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "exp/trial.h"
+#include "launcher/hang_watch.h"
 #include "launcher/recovery.h"
 #include "launcher/run_end.h"
 
@@ -39,6 +41,7 @@ Coordinator::Coordinator(const SupervisorOptions& options, const JobSettings& jo
       own_(own_channel),
       broadcast_(std::move(broadcast)),
       exited_(world_size, false),
+      nodes_(world_size),
       save_time_(std::chrono::duration_cast<std::chrono::milliseconds>(job.grace)),
       limiter_(options.status_interval) {
   if (resume) {
@@ -56,6 +59,10 @@ void Coordinator::start(Steady::time_point now) {
   if (job_info_) exp::record_logs({job_info_->std_out, job_info_->std_err});
   next_job_refresh_ = now + kJobRefresh;
   update_status(now, true);
+}
+
+void Coordinator::set_node(std::uint32_t rank, const std::string& node) {
+  if (rank < nodes_.size()) nodes_[rank] = node;
 }
 
 void Coordinator::refresh_job() {
@@ -92,6 +99,11 @@ void Coordinator::on_message(std::uint32_t rank, const Message& m, Steady::time_
       }
       const bool stopping = round_ && round_->stop();
       if (m.code != 0 && !stopping) {
+        // The first rank whose program failed (or hung) is the run's culprit.
+        if (!ending_ && rank < nodes_.size() && !nodes_[rank].empty()) {
+          culprit_ = Culprit{nodes_[rank], rank,
+                             m.code == kExitHung ? CulpritKind::hung : CulpritKind::failed};
+        }
         end_run(RunEnd::failed, m.code, fmt::format("rank {} {}", rank, m.text), now);
       } else if (std::all_of(exited_.begin(), exited_.end(), [](bool e) { return e; })) {
         if (stopping) {
@@ -113,7 +125,10 @@ void Coordinator::on_message(std::uint32_t rank, const Message& m, Steady::time_
 void Coordinator::on_rank_lost(std::uint32_t rank, const std::string& node, const std::string& why,
                                Steady::time_point now) {
   if (rank < exited_.size() && exited_[rank]) return;
-  if (!ending_) lost_node_ = node;
+  if (!ending_) {
+    lost_node_ = node;
+    if (!node.empty()) culprit_ = Culprit{node, rank, CulpritKind::lost};
+  }
   end_run(RunEnd::failed, 1, fmt::format("lost rank {}: {}", rank, why), now);
 }
 
@@ -201,9 +216,18 @@ void Coordinator::end_run(RunEnd end, int code, const std::string& why, Steady::
   // with the rank that is gone, and the decision below takes a few RPCs.
   if (end == RunEnd::failed) {
     log(LogLevel::error, "{}: stopping all ranks", why);
+    // The launcher hears of the culprit before the step can end (see format_culprit).
+    if (job_.under_launcher && culprit_) report_culprit(job_, *culprit_);
     // Under the job-level launcher every rank ends with one code that says "failed",
     // whatever the program's (a program's 75 or 143 must not read as a stop), and the
     // launcher decides: restart guard, nodes, a new step or a requeue.
+    // The rank that caused the failure ends first, with its own code, so that the plugin
+    // in slurmstepd sees which node was the culprit (its END arrives before the others';
+    // a rank's dlrun takes the first END it gets).
+    if (job_.under_launcher && job_.mark_culprit && send_to_ && culprit_ &&
+        culprit_->kind != CulpritKind::lost) {
+      send_to_(culprit_->rank, end_message(kExitCulpritStep, why));
+    }
     broadcast_(end_message(job_.under_launcher ? kExitRestartStep : code, why));
     if (job_.under_launcher) {
       report_lost_node(job_, lost_node_);
@@ -214,8 +238,9 @@ void Coordinator::end_run(RunEnd end, int code, const std::string& why, Steady::
   }
   const RunOutcome out = conclude_run(
       job_, options_.max_stalled_restarts, end, code, why, ckpt_at_start_,
-      [&](JobPhase phase, const std::string& detail) { set_phase(phase, detail, now); },
-      lost_node_);
+      [&](JobPhase phase, const std::string& detail) { set_phase(phase, detail, now); }, lost_node_,
+      false,
+      end == RunEnd::failed ? std::optional(judge_run_culprit(job_, culprit_)) : std::nullopt);
   if (out.newest_ckpt && (!ckpt_step_ || *out.newest_ckpt > *ckpt_step_)) {
     exp::record_checkpoint(*out.newest_ckpt, job_.ckpt_dir, ckpt::step_dir_name(*out.newest_ckpt));
     ckpt_step_ = out.newest_ckpt;

@@ -34,6 +34,12 @@ class Coordinator {
 
   // After the program started: reads the job (end time, comment) and the restart history.
   void start(Steady::time_point now);
+  // Where `rank` runs (from its HELLO): names the node of a failed run's culprit.
+  void set_node(std::uint32_t rank, const std::string& node);
+  // Sends a message to one rank (rank 0 included): the culprit's end (mark_culprit).
+  void set_send_to(std::function<void(std::uint32_t, const Message&)> send_to) {
+    send_to_ = std::move(send_to);
+  }
 
   void on_message(std::uint32_t rank, const Message& m, Steady::time_point now);
   // A rank's dlrun went away without saying how its program ended; `node` is where it ran.
@@ -59,6 +65,7 @@ class Coordinator {
   std::uint32_t world_size_;
   const ChannelFile& own_;
   Broadcast broadcast_;
+  std::function<void(std::uint32_t, const Message&)> send_to_;
 
   std::vector<bool> exited_;
   std::optional<CheckpointRound> round_;
@@ -69,7 +76,9 @@ class Coordinator {
   bool target_sent_ = false;
   std::uint64_t next_seq_ = 1;
   bool ending_ = false;
-  std::string lost_node_;  // the node of the rank whose loss ended the run
+  std::string lost_node_;           // the node of the rank whose loss ended the run
+  std::vector<std::string> nodes_;  // by rank
+  std::optional<Culprit> culprit_;  // what ended a failed run
 
   SaveTimeEstimate save_time_;
   std::optional<Steady::time_point> next_periodic_;

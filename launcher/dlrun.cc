@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "config.h"
+#include "core/drain.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "core/parse.h"
@@ -307,6 +308,7 @@ int run(int argc, char** argv) {
     job.launcher_port = static_cast<std::uint16_t>(
         parse_uint("DL_LAUNCHER_PORT", getenv_or("DL_LAUNCHER_PORT", "0"), 0, 65535));
     job.launcher_key = getenv_or("DL_LAUNCHER_KEY", "");
+    job.mark_culprit = getenv_or("DL_CULPRIT_EXIT", "") == std::to_string(kExitCulpritStep);
     // The program has no use for them.
     inherited.env.erase(
         std::remove_if(inherited.env.begin(), inherited.env.end(),

@@ -71,6 +71,9 @@ class Launcher {
   void on_report_accept();
   void on_report_readable(std::size_t i, const StepShape& shape);
   void end_step_without(const std::string& node);
+  // After srun has ended: the reports already sent (rank 0 sends the culprit before its
+  // ranks end, so it is in the socket's buffers by then), without waiting for more.
+  void drain_reports(const StepShape& shape);
   void resized();
   // On a terminal: what is typed, to srun's stdin (srun is not in the foreground group).
   void feed_stdin();
@@ -91,6 +94,12 @@ class Launcher {
   bool comment_frozen_ = false;  // see JobSettings::comment_frozen
   bool stopping_ = false;        // SIGINT/SIGTERM: no more steps
   std::uint32_t restarts_here_ = 0;
+  std::string batch_host_;
+  bool batch_job_ = false;
+  // What made the current step fail (rank 0's report), and the culprits of the job's
+  // earlier failures when it has no restart history file to keep them in.
+  std::optional<Culprit> culprit_;
+  std::vector<Culprit> remembered_;
   std::optional<std::int64_t> ckpt_at_start_;
 };
 
@@ -165,6 +174,7 @@ int Launcher::run_step(const StepShape& shape, bool reshaped) {
   spec.stdin_feed = feed;
   srun_status_.reset();
   srun_killed_ = false;
+  culprit_.reset();
   srun_ = Program::start(spec);
   if (feed) {
     const int fd = srun_->stdin_feed().get();
@@ -203,8 +213,32 @@ int Launcher::run_step(const StepShape& shape, bool reshaped) {
     if (!srun_status_) srun_status_ = srun_->reap();
   }
   srun_.reset();
+  drain_reports(shape);
   reports_.clear();
   return exit_code_of(*srun_status_);
+}
+
+void Launcher::drain_reports(const StepShape& shape) {
+  if (!listener_) return;
+  for (;;) {
+    const std::size_t before = reports_.size();
+    on_report_accept();
+    if (reports_.size() == before) break;
+  }
+  // Each connection's line is there or not: a short wait covers a report still on the
+  // wire from another node.
+  const auto until = Steady::now() + std::chrono::milliseconds(200);
+  while (!reports_.empty() && Steady::now() < until) {
+    std::vector<pollfd> fds;
+    for (const auto& r : reports_) fds.push_back({r.fd.get(), POLLIN, 0});
+    if (poll(fds.data(), fds.size(), 50) <= 0) continue;
+    for (std::size_t i = 0; i < fds.size(); ++i) {
+      if (fds[i].revents != 0) on_report_readable(i, shape);
+    }
+    reports_.erase(
+        std::remove_if(reports_.begin(), reports_.end(), [](const Report& r) { return !r.fd; }),
+        reports_.end());
+  }
 }
 
 void Launcher::feed_stdin() {
@@ -258,6 +292,16 @@ void Launcher::on_report_readable(std::size_t i, const StepShape& shape) {
   }
   if (!line) return;
   r.fd.reset();
+  if (auto culprit = parse_culprit(*line, key_)) {
+    // The first culprit of the step counts: a rank 1 standing in for a lost rank 0 may
+    // report too. Only a node of the step can be one.
+    if (!culprit_ &&
+        std::find(shape.nodes.begin(), shape.nodes.end(), culprit->node) != shape.nodes.end()) {
+      log(LogLevel::verbose, "the step failed by {}", describe_culprit(*culprit));
+      culprit_ = std::move(culprit);
+    }
+    return;
+  }
   const auto node = parse_lost_node(*line, key_);
   if (!node) {
     log(LogLevel::warning, "closed a connection to the launcher's port: not a report of the step");
@@ -338,13 +382,41 @@ RecoveryOutcome Launcher::recover(int code, const StepShape& shape) {
     }
     if (!alive) dead.push_back(n);
   }
-  const RecoveryPlan plan = plan_recovery(shape, dead, s_.elastic);
+  // A node that caused the job's last two failures is taken out like a failed one; the
+  // batch host cannot leave the allocation the launcher runs in, so the job is requeued
+  // without it.
+  CulpritVerdict verdict = judge_run_culprit(s_.job, culprit_, remembered_);
+  remembered_ = verdict.recent;
+  const bool exclude_batch_host = verdict.exclude && *verdict.exclude == batch_host_;
+  const bool only_excluded = verdict.exclude && !exclude_batch_host && dead.empty();
+  if (verdict.exclude && !exclude_batch_host &&
+      std::find(dead.begin(), dead.end(), *verdict.exclude) == dead.end()) {
+    dead.push_back(*verdict.exclude);
+  }
+  RecoveryPlan plan =
+      plan_recovery(shape, dead, s_.elastic, only_excluded ? "is excluded" : "failed");
+  if (exclude_batch_host) {
+    plan.in_allocation = false;
+    plan.why = fmt::format("node {} runs the batch script: requeued without it", batch_host_);
+  }
+  // An interactive allocation (salloc) cannot be requeued: without the node it would end,
+  // so it keeps the node and restarts as before.
+  if (verdict.exclude && !plan.in_allocation && !batch_job_ &&
+      (only_excluded || exclude_batch_host)) {
+    log(LogLevel::warning,
+        "{}, but the job cannot be requeued without it (not a batch job): "
+        "restarting on the same nodes",
+        verdict.why.substr(0, verdict.why.rfind(';')));
+    verdict.exclude.reset();
+    verdict.why.clear();
+    plan = plan_recovery(shape, {}, s_.elastic);
+  }
   if (!plan.dead.empty()) log(LogLevel::info, "{}", plan.why);
   const std::string why = fmt::format("step failed (exit code {})", code);
   const RunOutcome out = conclude_run(
       s_.job, s_.max_stalled_restarts, RunEnd::failed, code, why, ckpt_at_start_,
       [this](JobPhase phase, const std::string& detail) { show(phase, detail); },
-      plan.dead.empty() ? std::string() : plan.dead.front(), plan.in_allocation);
+      plan.dead.empty() ? std::string() : plan.dead.front(), plan.in_allocation, verdict);
   r.exit_code = out.exit_code;
   if (!out.restart_here) return r;
   ckpt_at_start_ = out.newest_ckpt;
@@ -371,6 +443,8 @@ RecoveryOutcome Launcher::recover(int code, const StepShape& shape) {
 
 int Launcher::run() {
   const slurm::JobInfo info = slurm::load_job(*s_.job.job);
+  batch_host_ = info.batch_host;
+  batch_job_ = info.batch;
   try {
     address_ = net::host_address();
     listener_ = net::listen_on_any_port(address_);

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cctype>
 
+#include "core/error.h"
 #include "launcher/control.h"
 
 namespace dl {
@@ -16,7 +17,7 @@ StepEnd classify_step_exit(int code) {
 }
 
 RecoveryPlan plan_recovery(const StepShape& shape, const std::vector<std::string>& dead,
-                           std::optional<RankRange> elastic) {
+                           std::optional<RankRange> elastic, std::string_view what) {
   RecoveryPlan plan;
   plan.shape = shape;
   for (const auto& n : shape.nodes) {
@@ -36,21 +37,21 @@ RecoveryPlan plan_recovery(const StepShape& shape, const std::vector<std::string
   const std::string gone = fmt::format("{}", fmt::join(plan.dead, ","));
   const auto ranks = static_cast<std::uint64_t>(plan.shape.nodes.size()) * shape.tasks_per_node;
   if (plan.shape.nodes.empty()) {
-    plan.why = fmt::format("node {} failed and no node is left: requeued", gone);
+    plan.why = fmt::format("node {} {} and no node is left: requeued", gone, what);
   } else if (!elastic) {
     plan.why = fmt::format(
-        "node {} failed and the job is not elastic (--dl-elastic), so it cannot run on {} "
+        "node {} {} and the job is not elastic (--dl-elastic), so it cannot run on {} "
         "rank(s): requeued without it",
-        gone, ranks);
+        gone, what, ranks);
   } else if (ranks < elastic->min || ranks > elastic->max) {
     plan.why = fmt::format(
-        "node {} failed and {} rank(s) on the {} node(s) left are outside --dl-elastic={}:{}: "
+        "node {} {} and {} rank(s) on the {} node(s) left are outside --dl-elastic={}:{}: "
         "requeued without it",
-        gone, ranks, plan.shape.nodes.size(), elastic->min, elastic->max);
+        gone, what, ranks, plan.shape.nodes.size(), elastic->min, elastic->max);
   } else {
     plan.in_allocation = true;
-    plan.why = fmt::format("node {} failed: restarting on the {} node(s) left with {} rank(s)",
-                           gone, plan.shape.nodes.size(), ranks);
+    plan.why = fmt::format("node {} {}: restarting on the {} node(s) left with {} rank(s)", gone,
+                           what, plan.shape.nodes.size(), ranks);
   }
   return plan;
 }
@@ -75,6 +76,36 @@ std::optional<std::string> parse_lost_node(std::string_view line, std::string_vi
     }
   }
   return std::string(node);
+}
+
+std::string format_culprit(std::string_view key, const Culprit& culprit) {
+  // The history's encoding of one culprit: NODE/RANK/KIND.
+  RestartHistory h;
+  h.culprits.push_back(culprit);
+  const std::string text = encode_history(h);
+  const std::size_t at = text.find("culprits=") + 9;
+  return fmt::format("CULPRIT {} {}\n", key, text.substr(at, text.size() - at - 1));
+}
+
+std::optional<Culprit> parse_culprit(std::string_view line, std::string_view key) {
+  constexpr std::string_view kWord = "CULPRIT ";
+  if (line.substr(0, kWord.size()) != kWord) return std::nullopt;
+  line.remove_prefix(kWord.size());
+  const auto space = line.find(' ');
+  if (space == std::string_view::npos || !same_secret(line.substr(0, space), key)) {
+    return std::nullopt;
+  }
+  const std::string_view entry = line.substr(space + 1);
+  if (entry.empty() || entry.size() > 300 || entry.find_first_of(", ") != std::string_view::npos) {
+    return std::nullopt;
+  }
+  try {
+    const RestartHistory h = decode_history(fmt::format("failures=0 stalled=0 culprits={}", entry));
+    if (h.culprits.size() != 1 || h.culprits.front().node.empty()) return std::nullopt;
+    return h.culprits.front();
+  } catch (const InputError&) {
+    return std::nullopt;
+  }
 }
 
 std::vector<std::string> step_shape_options(const StepShape& shape) {

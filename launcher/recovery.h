@@ -10,6 +10,8 @@
 #include <string_view>
 #include <vector>
 
+#include "launcher/restart.h"
+
 namespace dl {
 
 // The exit code every rank's dlrun ends a step with when a rank failed and the step
@@ -52,8 +54,10 @@ struct RecoveryPlan {
 // nodes when the job is elastic and `remaining x tasks_per_node` ranks are within
 // `elastic`; otherwise a requeue. The batch host cannot be among the dead (the
 // launcher runs there).
+// `what` says why the nodes leave ("failed"; "is excluded" for a node that caused the
+// job's last failures, see judge_culprit).
 RecoveryPlan plan_recovery(const StepShape& shape, const std::vector<std::string>& dead,
-                           std::optional<RankRange> elastic);
+                           std::optional<RankRange> elastic, std::string_view what = "failed");
 
 // The one message a step's dlrun sends the launcher: "rank(s) on `node` lost", over a
 // TCP connection to the launcher's port (DL_LAUNCHER_ADDR, DL_LAUNCHER_PORT), with the
@@ -62,6 +66,13 @@ RecoveryPlan plan_recovery(const StepShape& shape, const std::vector<std::string
 std::string format_lost_node(std::string_view key, std::string_view node);
 // The node of a valid report with `key`; nullopt for anything else.
 std::optional<std::string> parse_lost_node(std::string_view line, std::string_view key);
+
+// The other message: what made the step fail ("CULPRIT <key> <node> <rank> <kind>"),
+// sent by rank 0's dlrun (rank 1's when rank 0's is gone) before the step's ranks end,
+// so that the launcher can exclude a node that caused the job's last two failures.
+std::string format_culprit(std::string_view key, const Culprit& culprit);
+// The culprit of a valid report with `key`; nullopt for anything else.
+std::optional<Culprit> parse_culprit(std::string_view line, std::string_view key);
 
 // srun's options for a step on `shape` after nodes were taken out of the job:
 // "-N<n>", "-n<n x tasks>", "--ntasks-per-node=<tasks>", "--nodelist=<a,b>".

@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace dl {
 
@@ -22,18 +23,55 @@ struct RestartPolicy {
   std::uint32_t max_stalled_restarts = 2;  // restarts in a row without a newer checkpoint
 };
 
+// What made a run fail, as dlrun saw it: the first rank whose program failed, the rank
+// the hang watchdog declared hung, or a rank whose dlrun was lost; and its node.
+enum class CulpritKind { failed, hung, lost };
+
+struct Culprit {
+  std::string node;  // empty: not known (e.g. the step could not start)
+  std::uint32_t rank = 0;
+  CulpritKind kind = CulpritKind::failed;
+
+  bool operator==(const Culprit& o) const {
+    return node == o.node && rank == o.rank && kind == o.kind;
+  }
+};
+
+// "rank 1 on n2 hung", "rank 0 on n1 failed", "rank 3 on n2 was lost".
+std::string describe_culprit(const Culprit& c);
+
+// How many failed runs in a row with the same culprit node exclude that node.
+inline constexpr std::size_t kCulpritRepeats = 2;
+
 struct RestartHistory {
   std::uint32_t failures = 0;  // failed runs so far
   std::uint32_t stalled = 0;   // runs in a row that ended without a newer checkpoint
   // The newest checkpoint step the job had when a run last ended: a later run that
   // finds none knows it lost it (e.g. a checkpoint root that is not shared).
   std::optional<std::int64_t> ckpt;
+  // The culprits of the job's last failed runs (at most kCulpritRepeats - 1 are kept
+  // between runs), oldest first.
+  std::vector<Culprit> culprits{};
 };
 
-// "failures=1 stalled=0 ckpt=1200\n" (ckpt only when known) and back; the form without
-// ckpt written by older versions still decodes. Throws dl::InputError on anything else.
+// "failures=1 stalled=0 ckpt=1200 culprits=n2/1/hung\n" (ckpt and culprits only when
+// known; an unknown culprit is "-") and back; the forms without them written by older
+// versions still decode. Throws dl::InputError on anything else.
 std::string encode_history(const RestartHistory& h);
 RestartHistory decode_history(std::string_view text);
+
+// After a failed run whose culprit is `now` (nullopt: not known), given the culprits of
+// the failed runs before it (`recent`, oldest first): when the same node caused the
+// last kCulpritRepeats failures, that node is excluded from the job and the record
+// starts afresh; otherwise the record keeps the newest culprits.
+struct CulpritVerdict {
+  std::vector<Culprit> recent;         // to keep for the next failure
+  std::optional<std::string> exclude;  // the node to take out of the job
+  // "node n2 caused the last two failures (rank 1 on n2 hung; rank 1 on n2 failed);
+  // excluded"; empty without an exclusion.
+  std::string why;
+};
+CulpritVerdict judge_culprit(const std::vector<Culprit>& recent, const std::optional<Culprit>& now);
 
 enum class RestartAction {
   finish,   // completed: nothing to do

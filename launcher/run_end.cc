@@ -56,6 +56,30 @@ void report_lost_node(const JobSettings& job, const std::string& node) {
   }
 }
 
+void report_culprit(const JobSettings& job, const Culprit& culprit) {
+  if (job.launcher_addr.empty() || culprit.node.empty()) return;
+  try {
+    const UniqueFd fd =
+        net::connect_tcp(job.launcher_addr, job.launcher_port, std::chrono::seconds(2));
+    net::send_all(fd.get(), format_culprit(job.launcher_key, culprit));
+    log(LogLevel::verbose, "told the launcher the culprit: {}", describe_culprit(culprit));
+  } catch (const std::exception& e) {
+    log(LogLevel::warning, "couldn't tell the launcher the culprit ({}): {}",
+        describe_culprit(culprit), e.what());
+  }
+}
+
+CulpritVerdict judge_run_culprit(const JobSettings& job, const std::optional<Culprit>& culprit,
+                                 const std::vector<Culprit>& remembered) {
+  std::vector<Culprit> recent = remembered;
+  if (!job.ckpt_dir.empty() && job.job) {
+    warn_on_error(
+        [&] { recent = read_history(history_path(job.ckpt_dir, job.job->to_string())).culprits; },
+        "no earlier culprits");
+  }
+  return judge_culprit(recent, culprit);
+}
+
 bool node_answers(const std::string& node) {
   const slurm::NodeInfo info = slurm::load_node(node);
   if (info.not_responding) return false;
@@ -70,7 +94,8 @@ bool node_answers(const std::string& node) {
 
 RunOutcome conclude_run(const JobSettings& job, std::uint32_t max_stalled_restarts, RunEnd end,
                         int code, const std::string& why, std::optional<std::int64_t> ckpt_at_start,
-                        const ShowStatus& show, const std::string& lost_node, bool in_allocation) {
+                        const ShowStatus& show, const std::string& lost_node, bool in_allocation,
+                        const std::optional<CulpritVerdict>& verdict) {
   RunOutcome out;
   out.exit_code = code;
   const std::string history_file =
@@ -89,7 +114,18 @@ RunOutcome conclude_run(const JobSettings& job, std::uint32_t max_stalled_restar
     });
   }
   const RestartPolicy policy{job.max_restarts, max_stalled_restarts};
-  const RestartDecision d = decide_restart(policy, history, end, ckpt_at_start, out.newest_ckpt);
+  RestartDecision d = decide_restart(policy, history, end, ckpt_at_start, out.newest_ckpt);
+  // A node that caused the job's last failures: in the log, and after the reason in the status.
+  std::string excluded;
+  std::string culprit_note;
+  if (verdict && end == RunEnd::failed) {
+    d.history.culprits = verdict->recent;
+    if (verdict->exclude) {
+      excluded = *verdict->exclude;
+      culprit_note = "; " + verdict->why;
+      log(LogLevel::error, "{}", verdict->why);
+    }
+  }
   bool shown = false;
   const auto forget_history = [&] {
     if (!history_file.empty()) warn_on_error([&] { remove_history(history_file); });
@@ -106,7 +142,7 @@ RunOutcome conclude_run(const JobSettings& job, std::uint32_t max_stalled_restar
                         "the restart guard will not see this run");
         }
         out.phase = JobPhase::restarting;
-        out.detail = fmt::format("{}; {}", why, d.reason);
+        out.detail = fmt::format("{}; {}{}", why, d.reason, culprit_note);
         out.restart_here = true;
         out.exit_code = kExitRestartStep;
         break;
@@ -128,7 +164,7 @@ RunOutcome conclude_run(const JobSettings& job, std::uint32_t max_stalled_restar
                       "the restart guard will not see this run");
       }
       out.phase = hold ? JobPhase::held : JobPhase::requeued;
-      out.detail = fmt::format("{}; {}", why, d.reason);
+      out.detail = fmt::format("{}; {}{}", why, d.reason, culprit_note);
       // The status line says why before the job is back in the queue.
       show(out.phase, out.detail);
       shown = true;
@@ -157,14 +193,20 @@ RunOutcome conclude_run(const JobSettings& job, std::uint32_t max_stalled_restar
                         "the job stays completing on it until Slurm marks it DOWN");
         }
       }
+      // The nodes the next run must not land on: a failed one, and one that caused the
+      // job's last failures.
+      std::string exclude = node_failed ? lost_node : std::string();
+      if (!excluded.empty() && excluded != exclude) {
+        exclude = exclude.empty() ? excluded : fmt::format("{},{}", exclude, excluded);
+      }
       try {
         // After a node failure the job is requeued held, excludes the node and is
         // released in one update: it is never eligible while the node could still take it
         // (slurmctld does not know the node has failed before SlurmdTimeout).
-        slurm::requeue(*job.job, hold || node_failed);
-        if (node_failed) {
+        slurm::requeue(*job.job, hold || !exclude.empty());
+        if (!exclude.empty()) {
           try {
-            slurm::exclude_failed_node(*job.job, lost_node, !hold);
+            slurm::exclude_failed_node(*job.job, exclude, !hold);
           } catch (const std::exception& e) {
             log(LogLevel::error, "{}: job {} stays held (release it with scontrol release {})",
                 e.what(), job.job->to_string(), job.job->to_string());

@@ -40,10 +40,26 @@ using ShowStatus = std::function<void(JobPhase, const std::string& detail)>;
 // `in_allocation` (dlrun's job-level launcher, after a failed step it can start again):
 // where the guard would requeue a failure, the history is kept the same way but the job
 // is not requeued; the outcome says restart_here and the phase is RESTARTING.
+// `verdict` (a failed run; see judge_run_culprit): its culprits go into the history the
+// next run starts from; a node it excludes leaves the job as a failed node does (requeued
+// held, added to ExcNodeList, released), though its slurmd answers. The job-level
+// launcher takes such a node out of the job itself when the job can go on without it.
 RunOutcome conclude_run(const JobSettings& job, std::uint32_t max_stalled_restarts, RunEnd end,
                         int code, const std::string& why, std::optional<std::int64_t> ckpt_at_start,
                         const ShowStatus& show, const std::string& lost_node = {},
-                        bool in_allocation = false);
+                        bool in_allocation = false,
+                        const std::optional<CulpritVerdict>& verdict = std::nullopt);
+
+// The verdict on the culprit of a failed run (judge_culprit) against the culprits of the
+// job's earlier failures: those in its restart history, or `remembered` when the job has
+// no history file (the job-level launcher keeps them between its steps). An unreadable
+// history counts as an empty one.
+CulpritVerdict judge_run_culprit(const JobSettings& job, const std::optional<Culprit>& culprit,
+                                 const std::vector<Culprit>& remembered = {});
+
+// Under the job-level launcher: tells it what made the step fail (format_culprit),
+// before the step's ranks end. Failures are logged.
+void report_culprit(const JobSettings& job, const Culprit& culprit);
 
 // Under the job-level launcher: tells it that the step lost its ranks on `node`
 // (JobSettings::launcher_*), so that it can end the step without waiting for srun.

@@ -137,6 +137,7 @@ class Supervisor {
   void handle(const Message& m);
   void send_up(const Message& m);
   void broadcast(const Message& m);
+  void send_to(std::uint32_t rank, const Message& m);
   void answer_round(bool frozen, std::int64_t step);
   void end_program(int code, const std::string& why);
 
@@ -193,6 +194,11 @@ int Supervisor::run() {
     coordinator_ =
         std::make_unique<Coordinator>(options_, job_, boot_.layout.world_size, boot_.resume,
                                       *channel_, [this](const Message& m) { broadcast(m); });
+    coordinator_->set_send_to([this](std::uint32_t rank, const Message& m) { send_to(rank, m); });
+    coordinator_->set_node(0, boot_.rendezvous.node);
+    for (const auto& c : peers_) {
+      if (c->rank >= 0) coordinator_->set_node(static_cast<std::uint32_t>(c->rank), c->node);
+    }
     coordinator_->start(Steady::now());
   }
   if (job_.watchdog.count() > 0) start_watch();
@@ -416,6 +422,21 @@ void Supervisor::send_up(const Message& m) {
   }
 }
 
+void Supervisor::send_to(std::uint32_t rank, const Message& m) {
+  if (rank == 0) {
+    to_self_.push_back(m);
+    return;
+  }
+  for (auto& c : peers_) {
+    if (!c->fd || c->rank != static_cast<std::int64_t>(rank)) continue;
+    try {
+      net::send_all(c->fd.get(), format_message(m));
+    } catch (const SystemError& e) {
+      log(LogLevel::verbose, "rank {}: {}", rank, e.what());
+    }
+  }
+}
+
 void Supervisor::broadcast(const Message& m) {
   const std::string line = format_message(m);
   for (auto& c : peers_) {
@@ -566,7 +587,10 @@ void Supervisor::lost_rank0(const std::string& why) {
   // Under the job-level launcher, the launcher decides what comes next.
   end_program(job_.under_launcher ? kExitRestartStep : kExitLost, "lost rank 0");
   if (job_.under_launcher) {
-    if (rank_ == 1) report_lost_node(job_, boot_.rendezvous.node);
+    if (rank_ == 1) {
+      report_culprit(job_, Culprit{boot_.rendezvous.node, 0, CulpritKind::lost});
+      report_lost_node(job_, boot_.rendezvous.node);
+    }
     return;
   }
   // Rank 0's dlrun is gone, with its program (PR_SET_PDEATHSIG), and nobody else would
@@ -581,7 +605,8 @@ void Supervisor::lost_rank0(const std::string& why) {
       [this](JobPhase phase, const std::string& detail) {
         show_status_without_rank0(phase, detail);
       },
-      boot_.rendezvous.node);
+      boot_.rendezvous.node, false,
+      judge_run_culprit(job_, Culprit{boot_.rendezvous.node, 0, CulpritKind::lost}));
 }
 
 void Supervisor::show_status_without_rank0(JobPhase phase, const std::string& detail) {

@@ -48,6 +48,9 @@ struct JobSettings {
   std::string launcher_addr;
   std::uint16_t launcher_port = 0;
   std::string launcher_key;
+  // spank_dl.so drains a node that caused two failed steps in a row (DL_CULPRIT_EXIT,
+  // see core/drain.h): the culprit rank's dlrun then ends with kExitCulpritStep.
+  bool mark_culprit = false;
 };
 
 // Exit codes of dlrun besides the program's own.

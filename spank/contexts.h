@@ -18,8 +18,14 @@ int slurmstepd_post_opt(spank_t sp);
 // checkpoint directory and give the task the DL_* variables (slurmstepd.cc).
 int slurmstepd_task_init(spank_t sp);
 
-// slurmstepd (remote), as root once the step's tasks are gone: remove the channel
-// files of the step's dlrun ranks that did not remove their own (slurmstepd.cc).
+// slurmstepd (remote), as root, as each task's exit status is collected: notes whether
+// a task exited with kExitCulpritStep (drain_after; slurmstepd.cc).
+int slurmstepd_task_exit(spank_t sp);
+
+// slurmstepd (remote), as root once the step's tasks are gone: records the step's outcome
+// for drain_after and drains the node when two steps in a row of the job were its culprit
+// (core/drain.h); removes the channel files of the step's dlrun ranks that did not remove
+// their own (slurmstepd.cc).
 int slurmstepd_exit(spank_t sp);
 
 }  // namespace dl::spank

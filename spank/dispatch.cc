@@ -47,7 +47,14 @@ int slurm_spank_task_init(spank_t sp, int, char**) {
   });
 }
 
-// In slurmstepd after the step's tasks have exited, as root.
+// As root in slurmstepd (Slurm reclaims its privileges before both): drain_after, and
+// at the step's end the channel files a SIGKILLed dlrun left.
+int slurm_spank_task_exit(spank_t sp, int, char**) {
+  return dl::spank::guarded("slurm_spank_task_exit", [&] {
+    return spank_context() == S_CTX_REMOTE ? dl::spank::slurmstepd_task_exit(sp) : 0;
+  });
+}
+
 int slurm_spank_exit(spank_t sp, int, char**) {
   return dl::spank::guarded("slurm_spank_exit", [&] {
     return spank_context() == S_CTX_REMOTE ? dl::spank::slurmstepd_exit(sp) : 0;

@@ -1,17 +1,33 @@
 // slurmstepd (remote context). init_post_opt runs once per step on every node as
-// root; task_init runs in every task, as the job's user, just before exec; exit runs
-// once per step on every node as root, after the step's tasks are gone.
+// root; task_init runs in every task, as the job's user, just before exec; task_exit runs
+// as root as each task's exit status is collected; exit runs once per step on every node
+// as root, after the step's tasks are gone.
+#include <fcntl.h>
 #include <fmt/format.h>
+#include <poll.h>
+#include <spawn.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
 #include <optional>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "config.h"
+#include "core/drain.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "core/private_dir.h"
 #include "core/spec.h"
 #include "core/step_files.h"
+#include "core/sysio.h"
 #include "spank/contexts.h"
 #include "spank/state.h"
 
@@ -29,6 +45,8 @@ struct StepState {
   std::optional<Spec> spec;
   bool default_dir = false;             // the plugin chose spec->ckpt_dir
   std::vector<std::string> ckpt_roots;  // with "~" expanded
+  // drain_after: one of the step's tasks on this node exited with kExitCulpritStep.
+  bool culprit = false;
 };
 
 StepState& step() {
@@ -113,6 +131,154 @@ int slurmstepd_post_opt(spank_t sp) {
   return 0;
 }
 
+namespace {
+
+// Step ids above this are Slurm's own (batch script, extern, interactive, pending).
+constexpr std::uint32_t kMaxStepId = 0xfffffff0;
+
+// Whether this step's outcome counts for drain_after: a step of a --dl-* job whose
+// checks passed, started by dlrun's job-level launcher (DL_JOB_LAUNCHER=1: only there
+// does dlrun mark the culprit, so a program of `srun dlrun` that exits 77 for its own
+// reasons does not count), not the batch script (the launcher) or the extern step.
+bool drain_watched(spank_t sp) {
+  if (site_config().drain_after == 0 || !step().spec || !step().refusal.empty()) return false;
+  std::uint32_t id = kMaxStepId;
+  if (spank_get_item(sp, S_JOB_STEPID, &id) != ESPANK_SUCCESS || id >= kMaxStepId) return false;
+  return job_getenv(sp, "DL_JOB_LAUNCHER") == std::optional<std::string>("1");
+}
+
+// The state directory: root's (slurmstepd's user's), mode 0700, opened without
+// following a link; created when missing (its parent must exist).
+sys::Fd open_state_dir() {
+  const std::string& path = site_config().drain_state_dir;
+  sys::make_dir(path, 0700);
+  sys::Fd dir = sys::open_file(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  struct stat st {};
+  if (fstat(dir.get(), &st) != 0) {
+    throw SystemError(fmt::format("fstat {}: {}", path, std::strerror(errno)));
+  }
+  if (st.st_uid != geteuid() || (st.st_mode & 077) != 0) {
+    throw SystemError(fmt::format(
+        "drain_state_dir {} must belong to uid {} with mode 0700 (it has uid {}, mode {:o}): "
+        "not recording or draining",
+        path, geteuid(), st.st_uid, st.st_mode & 07777));
+  }
+  return dir;
+}
+
+// Runs scontrol with `args` (no shell, a clean environment: PATH and slurmstepd's own
+// SLURM_CONF), its output to `out` when given; waits at most 20 s. Returns its exit code.
+int run_scontrol(const std::vector<std::string>& args, std::string* out) {
+  std::vector<std::string> env{"PATH=/usr/sbin:/usr/bin:/sbin:/bin"};
+  if (const char* conf = std::getenv("SLURM_CONF"))
+    env.push_back(std::string("SLURM_CONF=") + conf);
+  std::vector<char*> argv;
+  std::vector<std::string> all{"scontrol"};
+  all.insert(all.end(), args.begin(), args.end());
+  for (auto& a : all) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  std::vector<char*> envp;
+  for (auto& e : env) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  int pipe_fds[2] = {-1, -1};
+  if (pipe2(pipe_fds, O_CLOEXEC) != 0)
+    throw SystemError(std::string("pipe: ") + std::strerror(errno));
+  const sys::Fd read_end(pipe_fds[0], "pipe");
+  sys::Fd write_end(pipe_fds[1], "pipe");
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_adddup2(&fa, write_end.get(), STDOUT_FILENO);
+  posix_spawn_file_actions_adddup2(&fa, write_end.get(), STDERR_FILENO);
+  pid_t pid = -1;
+  const int rc = posix_spawn(&pid, "/usr/bin/scontrol", &fa, nullptr, argv.data(), envp.data());
+  posix_spawn_file_actions_destroy(&fa);
+  write_end.close();
+  if (rc != 0)
+    throw SystemError(std::string("couldn't run /usr/bin/scontrol: ") + std::strerror(rc));
+  std::string text;
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  for (;;) {
+    pollfd p{read_end.get(), POLLIN, 0};
+    if (poll(&p, 1, 200) > 0) {
+      char buf[4096];
+      const ssize_t n = read(read_end.get(), buf, sizeof buf);
+      if (n == 0) break;
+      if (n > 0 && text.size() < (1u << 20)) text.append(buf, static_cast<std::size_t>(n));
+    }
+    if (std::chrono::steady_clock::now() >= until) {
+      kill(pid, SIGKILL);
+      break;
+    }
+  }
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (out) *out = std::move(text);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+void record_step(spank_t sp) {
+  std::uint32_t job = 0;
+  std::uint32_t step_id = 0;
+  if (spank_get_item(sp, S_JOB_ID, &job) != ESPANK_SUCCESS ||
+      spank_get_item(sp, S_JOB_STEPID, &step_id) != ESPANK_SUCCESS) {
+    throw SystemError("couldn't get the job and step ids");
+  }
+  // Set by slurmstepd itself (its own node name), over anything in the job's environment.
+  const auto node = job_getenv(sp, "SLURMD_NODENAME");
+  if (!node) throw SystemError("no SLURMD_NODENAME in the step's environment");
+  const std::string name = node_record_name(*node, job);
+  const sys::Fd dir = open_state_dir();
+  NodeRecord record;
+  if (sys::file_type_at(dir, name) != sys::FileType::missing) {
+    record = decode_node_record(sys::read_file_at(dir, name, 4096));
+  }
+  const DrainDecision d =
+      judge_step(record, job, step_id, step().culprit, site_config().drain_after);
+  if (!step().culprit && record.culprit_steps.empty()) return;  // nothing to keep
+  sys::write_file_durably_at(dir, name, encode_node_record(d.record));
+  if (!d.drain) {
+    if (step().culprit) {
+      log(LogLevel::info, "job {} step {}: this node ({}) was the culprit of the step's failure",
+          job, step_id, *node);
+    }
+    return;
+  }
+  // At most one node per job: none drained for it yet by another node's plugin. The
+  // nodes of a step that all reach the count at once (a job whose every task exits with
+  // the culprit's status) check one after the other, a second apart by their index in
+  // the step (up to 30 s).
+  std::uint32_t index = 0;
+  if (spank_get_item(sp, S_JOB_NODEID, &index) == ESPANK_SUCCESS && index > 0) {
+    std::this_thread::sleep_for(std::chrono::seconds(std::min<std::uint32_t>(index, 30)));
+  }
+  std::string nodes;
+  run_scontrol({"-o", "show", "nodes"}, &nodes);
+  const std::string mark = fmt::format("slurm-dl: job {}:", job);
+  if (nodes.find(mark) != std::string::npos) {
+    log(LogLevel::info, "not draining {}: a node was drained for job {} already", *node, job);
+    return;
+  }
+  const int rc =
+      run_scontrol({"update", "NodeName=" + *node, "State=DRAIN", "Reason=" + d.reason}, nullptr);
+  if (rc != 0) {
+    throw SystemError(
+        fmt::format("scontrol update NodeName={} State=DRAIN failed (exit {})", *node, rc));
+  }
+  log(LogLevel::info, "drained node {}: {}", *node, d.reason);
+}
+
+}  // namespace
+
+int slurmstepd_task_exit(spank_t sp) {
+  if (!drain_watched(sp)) return 0;
+  int status = 0;
+  if (spank_get_item(sp, S_TASK_EXIT_STATUS, &status) != ESPANK_SUCCESS) return 0;
+  if (WIFEXITED(status) && WEXITSTATUS(status) == kExitCulpritStep) step().culprit = true;
+  return 0;
+}
+
 int slurmstepd_task_init(spank_t sp) {
   // Logged by the guard in the task, whose stderr is the job's: the user sees why.
   if (!step().refusal.empty()) throw InputError(step().refusal);
@@ -129,15 +295,21 @@ int slurmstepd_task_init(spank_t sp) {
   }
   for (const auto& [name, value] : spec.to_env()) set_task_env(sp, name, value);
   if (step().default_dir) set_task_env(sp, "DL_CKPT_DIR_DEFAULT", "1");
+  // dlrun marks the culprit of a failed step by its exit status (see core/drain.h).
+  if (site_config().drain_after > 0) {
+    set_task_env(sp, "DL_CULPRIT_EXIT", std::to_string(kExitCulpritStep));
+  }
   log(LogLevel::debug, "checkpoint directory {} ready, {} DL_* variables set", spec.ckpt_dir,
       spec.to_env().size());
   return 0;
 }
 
+namespace {
+
 // A dlrun killed with SIGKILL leaves its channel file behind: remove the step's, in the
 // directories dlrun may have used, once nothing of the step can use them any more.
 // For every step, with or without --dl-* options (dlrun runs in plain steps too).
-int slurmstepd_exit(spank_t sp) {
+void remove_left_channel_files(spank_t sp) {
   std::uint32_t job_id = 0;
   std::uint32_t step_id = 0;
   uid_t uid = 0;
@@ -148,7 +320,7 @@ int slurmstepd_exit(spank_t sp) {
   }
   // The batch, extern and interactive steps (ids from 0xfffffff0 up) run no dlrun rank:
   // ranks need SLURM_STEP_ID, which only real steps have.
-  if (step_id >= 0xfffffff0) return 0;
+  if (step_id >= 0xfffffff0) return;
   std::uint32_t array_job_id = 0;
   std::uint32_t array_task_id = kNoVal;
   const bool array = spank_get_item(sp, S_JOB_ARRAY_ID, &array_job_id) == ESPANK_SUCCESS &&
@@ -170,6 +342,20 @@ int slurmstepd_exit(spank_t sp) {
           e.what());
     }
   }
+}
+
+}  // namespace
+
+int slurmstepd_exit(spank_t sp) {
+  if (drain_watched(sp)) {
+    try {
+      record_step(sp);
+    } catch (const std::exception& e) {
+      // In slurmd's log; a failure here must not fail the step or drain anything.
+      log(LogLevel::error, "drain_after: {}", e.what());
+    }
+  }
+  remove_left_channel_files(sp);
   return 0;
 }
 

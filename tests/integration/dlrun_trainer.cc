@@ -8,10 +8,12 @@
 //   done rank=R step=S
 // Options: --steps N (default: until stopped), --step-ms MS (default 100), --pid-dir DIR
 // (writes DIR/pid.R so a test can kill one rank), --crash-at-step S (exits 3 there on the
-// first run only), --hang-rank R --hang-at-step S (on the first run only, rank R stops in
-// dlrun_trainer_hang_here() at step S without reporting it, and every other rank reports S
-// and then blocks in dlrun_trainer_wait_in_collective(), as peers of a hung rank do),
-// --ckpt-ms MS (each checkpoint takes MS longer).
+// first run only; with --crash-rank R on rank R only, with --crash-node NODE on the
+// ranks on NODE only), --hang-rank R --hang-at-step S (on the first run only, rank R
+// stops in dlrun_trainer_hang_here() at step S without reporting it, and every other rank
+// reports S and then blocks in dlrun_trainer_wait_in_collective(), as peers of a hung rank
+// do), --ckpt-ms MS (each checkpoint takes MS longer), --fail-runs N (the crash or hang
+// happens on the first N runs, DL_RESTART_COUNT < N, instead of the first one only).
 #include <unistd.h>
 
 #include <atomic>
@@ -91,6 +93,9 @@ int main(int argc, char** argv) {
     long crash_at = -1;
     long hang_rank = -1;
     long hang_at = -1;
+    long crash_rank = -1;
+    long fail_runs = 1;
+    std::string crash_node;
     long ckpt_ms = 0;
     std::string pid_dir;
     for (int i = 1; i + 1 < argc; i += 2) {
@@ -103,6 +108,12 @@ int main(int argc, char** argv) {
         pid_dir = argv[i + 1];
       } else if (opt == "--crash-at-step") {
         crash_at = std::strtol(argv[i + 1], nullptr, 10);
+      } else if (opt == "--crash-rank") {
+        crash_rank = std::strtol(argv[i + 1], nullptr, 10);
+      } else if (opt == "--crash-node") {
+        crash_node = argv[i + 1];
+      } else if (opt == "--fail-runs") {
+        fail_runs = std::strtol(argv[i + 1], nullptr, 10);
       } else if (opt == "--hang-rank") {
         hang_rank = std::strtol(argv[i + 1], nullptr, 10);
       } else if (opt == "--hang-at-step") {
@@ -117,6 +128,9 @@ int main(int argc, char** argv) {
     const long rank = env_long("RANK", 0);
     const long world = env_long("WORLD_SIZE", 1);
     const long restart = env_long("DL_RESTART_COUNT", 0);
+    const char* node = std::getenv("SLURMD_NODENAME");
+    const bool crash_here = (crash_rank < 0 || rank == crash_rank) &&
+                            (crash_node.empty() || (node && crash_node == node));
     std::optional<dl::ckpt::Checkpointer> ckpt;
     if (std::getenv("DL_CKPT_DIR")) ckpt.emplace(dl::ckpt::Options::from_env());
     if (!pid_dir.empty()) {
@@ -131,8 +145,9 @@ int main(int argc, char** argv) {
     long step = first;
     for (; steps < 0 || step < steps; ++step) {
       std::this_thread::sleep_for(std::chrono::milliseconds(step_ms));
-      if (step == crash_at && restart == 0) return 3;
-      if (restart == 0 && hang_at >= 0) {
+      const bool failing_run = restart < fail_runs;
+      if (step == crash_at && failing_run && crash_here) return 3;
+      if (failing_run && hang_at >= 0) {
         if (rank == hang_rank && step == hang_at) dlrun_trainer_hang_here();
         if (rank != hang_rank && step == hang_at + 1) dlrun_trainer_wait_in_collective();
       }

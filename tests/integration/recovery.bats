@@ -52,13 +52,19 @@ stop_watch() { kill "$(cat watch.pid)" 2>/dev/null || true; }
     --wrap "$DLRUN $DP --steps 700 --step-ms 100 --out $PWD/out.bin")
   wait_state "$job" RUNNING 60
   watch_states "$job"
+  # Ranks 3, 1, 3 (ranks 0-1 on the first node, 2-3 on the second): no node causes two
+  # failures in a row, which would exclude it (recovery 7).
   for i in 1 2 3; do
     # A checkpoint newer than the last resume, so that the restart guard sees progress.
     n=$(written)
     wait_until 60 "[ \$(written) -ge $((n + 1)) ]"
-    pids=$(job_pids "$job" dp_trainer)
-    [ -n "$pids" ]
-    kill -KILL "$(echo "$pids" | tail -n 1)"
+    rank=$((i == 2 ? 1 : 3))
+    pid=""
+    for p in $(job_pids "$job" dp_trainer); do
+      tr '\0' '\n' 2>/dev/null <"/proc/$p/environ" | grep -qx "RANK=$rank" && pid=$p
+    done
+    [ -n "$pid" ]
+    kill -KILL "$pid"
     wait_until 60 "[ \$(grep -c 'restart $i inside the allocation' out.txt) -ge 1 ]"
   done
   wait_state "$job" COMPLETED 120
@@ -184,4 +190,55 @@ stop_watch() { kill "$(cat watch.pid)" 2>/dev/null || true; }
   grep -q 'not requeued: only batch jobs can be requeued' out.txt
   [ -z "$(job_pids "$(cat job.id)" dp_trainer)" ]
   ! grep -q 'inside the allocation' out.txt
+}
+
+# The node the batch script's second node was on its first run (kept in ./victim, so
+# that the requeued run crashes nowhere): the trainer's ranks there crash on every run.
+crash_on_second_node() {
+  echo "[ -f victim ] || scontrol show hostnames \$SLURM_JOB_NODELIST | sed -n 2p >victim; \
+    exec $DLRUN $TRAINER --steps 40 --step-ms 50 --crash-at-step 5 --fail-runs 1000 --crash-node \$(cat victim)"
+}
+
+@test "recovery 7: a node that caused the last two failures is excluded: the job is requeued without it and completes" {
+  TRAINER=$DL_BUILD_DIR/tests/integration/dlrun_trainer
+  job=$(submit -J "$(unique_name culprit)" -N2 --ntasks-per-node=1 --dl-gpus=2 -o out.txt \
+    --open-mode=append --wrap "$(crash_on_second_node)")
+  wait_state "$job" COMPLETED 120
+  victim=$(cat victim)
+  grep -q 'restart 1 inside the allocation' out.txt
+  grep -q "node $victim is excluded and the job is not elastic" out.txt
+  grep -q "node $victim caused the last two failures (rank 1 on $victim failed; rank 1 on $victim failed); excluded" out.txt
+  grep -q "job $job excludes node $victim and is released" out.txt
+  [ "$(job_field "$job" ExcNodeList)" = "$victim" ]
+  [ "$(job_field "$job" Restarts)" = 1 ]
+  ! scontrol show hostnames "$(job_field "$job" NodeList)" | grep -qx "$victim"
+  grep -q "done rank=1 step=40" out.txt
+}
+
+@test "recovery 8: the elastic job goes on inside its allocation without a node that caused its last two failures" {
+  TRAINER=$DL_BUILD_DIR/tests/integration/dlrun_trainer
+  job=$(submit -J "$(unique_name culprit-elastic)" --dl-elastic=2:4 -o out.txt \
+    --wrap "$(crash_on_second_node)")
+  wait_state "$job" COMPLETED 120
+  victim=$(cat victim)
+  grep -q "node $victim caused the last two failures (rank [23] on $victim failed; rank [23] on $victim failed); excluded" out.txt
+  grep -q "node $victim is excluded: restarting on the 1 node(s) left with 2 rank(s)" out.txt
+  grep -q "removed node $victim from job $job" out.txt
+  grep -q 'restart 2 inside the allocation (DL_RESTART_COUNT=2) on ' out.txt
+  [ "$(job_field "$job" Restarts)" = 0 ]
+  [ "$(job_field "$job" NodeList)" = "$(job_field "$job" BatchHost)" ]
+  grep -q "start rank=1 world=2 restart=2" out.txt
+  grep -q "done rank=1 step=40" out.txt
+}
+
+@test "recovery 9: in salloc (no requeue possible) a node that caused the last two failures is kept, and the job restarts on it" {
+  TRAINER=$DL_BUILD_DIR/tests/integration/dlrun_trainer
+  timeout 120 salloc -N2 --ntasks-per-node=1 --dl-gpus=2 sh -c \
+    "victim=\$(scontrol show hostnames \$SLURM_JOB_NODELIST | sed -n 2p); echo \$victim >victim; \
+     exec $DLRUN $TRAINER --steps 20 --step-ms 50 --crash-at-step 5 --fail-runs 2 --crash-node \$victim" \
+    >out.txt 2>&1 || { cat out.txt; false; }
+  victim=$(cat victim)
+  grep -q "node $victim caused the last two failures (rank 1 on $victim failed; rank 1 on $victim failed), but the job cannot be requeued without it (not a batch job): restarting on the same nodes" out.txt
+  grep -q 'restart 2 inside the allocation (DL_RESTART_COUNT=2) on ' out.txt
+  grep -q "done rank=1 step=20" out.txt
 }

@@ -10,7 +10,34 @@ setup() {
   DLRUN=$DL_BUILD_DIR/launcher/dlrun
   TRAINER=$DL_BUILD_DIR/tests/integration/dlrun_trainer
 }
-teardown() { cancel_all; }
+teardown() {
+  cancel_all
+  runuser -u dltest -- env SLURM_CONF="$SLURM_CONF" scancel --quiet -u dltest 2>/dev/null || true
+  [ ! -f "$BATS_TEST_TMPDIR/plugstack.conf" ] || drain_off
+}
+
+plugstack() { echo "$(dirname "$SLURM_CONF")/plugstack.conf"; }
+drain_dir() { echo "$(dirname "$SLURM_CONF")/drain-$$"; }
+as_dltest() { runuser -u dltest -- env SLURM_CONF="$SLURM_CONF" "$@"; }
+
+# spank_dl.so with drain_after=2 for this test (slurmstepd, srun and sbatch read
+# plugstack.conf at each start); drain_off restores it and resumes what was drained.
+drain_on() {
+  cp "$(plugstack)" "$BATS_TEST_TMPDIR/plugstack.conf"
+  sed -i "s|spank_dl.so |spank_dl.so drain_after=2 drain_state_dir=$(drain_dir) |" "$(plugstack)"
+}
+drain_off() {
+  cp "$BATS_TEST_TMPDIR/plugstack.conf" "$(plugstack)"
+  rm -f "$BATS_TEST_TMPDIR/plugstack.conf"
+  rm -rf "$(drain_dir)"
+  local n
+  for n in $(sinfo -h -N -o '%N %T' | awk '$2 ~ /drain/ {print $1}' | sort -u); do
+    scontrol update NodeName="$n" State=RESUME 2>/dev/null || true
+  done
+}
+# The nodes drained by slurm-dl, as "node reason" lines.
+# (sinfo shows a node once per partition.)
+drained() { sinfo -h -R -N -o '%N %E' | sort -u | grep ' slurm-dl: ' || true; }
 
 # The report file named in out.txt, after the job has recovered and finished.
 hang_report() { sed -n 's/.*dlrun: error: hang report: //p' out.txt | head -n 1; }
@@ -93,4 +120,61 @@ check_hang() {
   [ "$(job_field "$job" Restarts)" = 0 ]
   grep -q "start rank=1 world=2 restart=1" out.txt
   grep -q "done rank=1 step=12" out.txt
+}
+
+@test "the node is drained after two hangs on it: the elastic job goes on without it; the reason names the job" {
+  drain_on
+  # --dl-elastic=2:4 on nodes of 2 GPUs: rank 2 runs on the job's second node.
+  job=$(submit --dl-elastic=2:4 --dl-watchdog=3s -o out.txt --wrap \
+    "$DLRUN $TRAINER --steps 12 --step-ms 50 --hang-rank 2 --hang-at-step 6 --fail-runs 2")
+  wait_state "$job" COMPLETED 120
+  node2=$(grep -o '\[rank 2@[^]]*\] start' out.txt | head -n 1 | sed 's/\[rank 2@\(.*\)\] start/\1/')
+  [ -n "$node2" ]
+  [ "$(grep -c "rank 2 hung (no step for 3s, --dl-watchdog); report: .*: stopping all ranks" out.txt)" = 2 ]
+  grep -q "node $node2 caused the last two failures (rank 2 on $node2 hung; rank 2 on $node2 hung); excluded" out.txt
+  grep -q "done rank=1 step=12" out.txt
+  # The plugin drains when slurmstepd ends the step on the node, which may come after the
+  # job has finished on the node left.
+  wait_until 30 '[ -n "$(drained)" ]'
+  [ "$(drained)" = "$node2 slurm-dl: job $job: steps 0,1 ended with this node as the culprit (dlrun exit 77)" ]
+  [ "$(stat -c '%U %a' "$(drain_dir)")" = "root 700" ]
+}
+
+@test "drain_after (hostile, as dltest): failures on different nodes, forged records, ordinary jobs and every task failing drain at most one node of the job's own" {
+  drain_on
+  cd /home/dltest
+  # The user forges what the plugin counts: DL_JOB_LAUNCHER=1 (steps of dlrun's job-level
+  # launcher) and tasks exiting 77. Failures of that status on alternating nodes, and a
+  # clean step between two on the same node: no node failed two steps of the job in a row.
+  job=$(as_dltest sbatch --parsable -N2 --dl-gpus=2 -o /dev/null --wrap \
+    "export DL_JOB_LAUNCHER=1; a=\$(scontrol show hostnames \$SLURM_JOB_NODELIST | head -n 1); \
+     b=\$(scontrol show hostnames \$SLURM_JOB_NODELIST | tail -n 1); \
+     srun -w \$a -N1 -n1 sh -c 'exit 77'; srun -w \$b -N1 -n1 sh -c 'exit 77'; \
+     srun -w \$a -N1 -n1 sh -c 'exit 77'; srun -w \$a -N1 -n1 true; \
+     srun -w \$a -N1 -n1 sh -c 'exit 77'")
+  wait_state "$job" 'COMPLETED|FAILED' 60
+  [ -z "$(drained)" ]
+  first=$(scontrol show hostnames "$(job_field "$job" NodeList)" | head -n 1)
+  # (slurmstepd records a step when it ends there, which may come after srun returned.)
+  wait_until 10 "[ \"\$(cat '$(drain_dir)/$first.$job')\" = 'culprit_steps=4 drained=0' ]"
+  # The records are root's: the user can neither read nor plant one.
+  ! as_dltest cat "$(drain_dir)/$first.$job"
+  ! as_dltest sh -c "echo 'culprit_steps=0 drained=0' >'$(drain_dir)/$first.999'"
+  # An ordinary job (no --dl-* option) is never recorded.
+  plain=$(as_dltest sbatch --parsable -N1 -o /dev/null --wrap \
+    "export DL_JOB_LAUNCHER=1; srun sh -c 'exit 77'; srun sh -c 'exit 77'; srun sh -c 'exit 77'")
+  wait_state "$plain" 'COMPLETED|FAILED' 60
+  [ -z "$(drained)" ]
+  ! ls "$(drain_dir)" | grep -q "\.$plain\$"
+  # Every task of every step exits with the culprit's status on both nodes: one node of
+  # the job's own allocation is drained, once.
+  all=$(as_dltest sbatch --parsable -N2 --dl-gpus=2 -o /dev/null --wrap \
+    "export DL_JOB_LAUNCHER=1; for i in 1 2 3 4; do srun sh -c 'exit 77'; done")
+  wait_state "$all" 'COMPLETED|FAILED' 60
+  # The second node checks a second after the first (and the job may be over by then).
+  wait_until 30 '[ -n "$(drained)" ]'
+  sleep 2
+  [ "$(drained | wc -l)" = 1 ]
+  drained | grep -q " slurm-dl: job $all: steps 0,1 ended with this node as the culprit (dlrun exit 77)\$"
+  scontrol show hostnames "$(job_field "$all" NodeList)" | grep -qx "$(drained | cut -d' ' -f1)"
 }

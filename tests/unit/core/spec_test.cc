@@ -207,7 +207,10 @@ TEST(Spec, SiteConfigErrorsNameTheKey) {
   };
   EXPECT_EQ(error({"max_gpu=8"}),
             "plugstack argument 'max_gpu=8': unknown key 'max_gpu' (expected "
-            "default_ckpt_root, allowed_ckpt_roots, max_gpus, default_grace or shared_ckpt_root)");
+            "default_ckpt_root, allowed_ckpt_roots, max_gpus, default_grace, shared_ckpt_root, "
+            "drain_after or drain_state_dir)");
+  EXPECT_EQ(error({"drain_after=99"}), "drain_after=99: expected a whole number from 0 to 16");
+  EXPECT_EQ(error({"drain_state_dir=spool"}), "drain_state_dir=spool: expected an absolute path");
   EXPECT_EQ(error({"max_gpus=lots"}), "max_gpus=lots: expected a whole number from 1 to 1048576");
   EXPECT_EQ(error({"default_grace=never"}),
             "default_grace=never: expected a duration such as 90s, 30m or 2h, from 1s to 1d");
