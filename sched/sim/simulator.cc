@@ -707,7 +707,7 @@ struct Simulator::Impl {
         const double attained = v.attained + v.hold * (now - v.run_start);
         if (!outranks(p, points(attained, v.waited, v.hold), o.priority)) continue;
         if (o.priority.discretized() &&
-            !just_checkpointed(progress_now(v), o.ckpt_every_s, checkpoint_slack())) {
+            !just_checkpointed(rule_progress(v), o.ckpt_every_s, checkpoint_slack())) {
           continue;
         }
         candidates.push_back(
@@ -751,6 +751,16 @@ struct Simulator::Impl {
       start(*h, alloc, std::nullopt);
     }
   }
+
+  // The progress preempt/dl's just_checkpointed rule sees of a running job. With
+  // cons_tres_placement (the plugins as slurmctld runs them) as preempt/dl computes it:
+  // checkpointed_progress of its run time in whole seconds, so a victim qualifies from
+  // a second after its checkpoint on (rule_lag()); otherwise its exact progress.
+  double rule_progress(const Job& v) const {
+    return o.cons_tres_placement ? checkpointed_progress(std::floor(now - v.run_start + kEps))
+                                 : progress_now(v);
+  }
+  double rule_lag() const { return o.cons_tres_placement ? 1.0 : 0.0; }
 
   // How long after a periodic checkpoint a job may still be a victim: preempt/dl's two
   // site-factor intervals.
@@ -798,8 +808,8 @@ struct Simulator::Impl {
       // Its first checkpoint at or after that.
       const double base = v.run_start + v.run_restore;
       const double k = std::max(1.0, std::ceil((crossed - base) / o.ckpt_every_s - 1e-9));
-      double at = base + k * o.ckpt_every_s;
-      if (just_checkpointed(progress_now(v), o.ckpt_every_s, checkpoint_slack()) &&
+      double at = base + k * o.ckpt_every_s + rule_lag();
+      if (just_checkpointed(rule_progress(v), o.ckpt_every_s, checkpoint_slack()) &&
           crossed <= now + kEps) {
         at = now;
       }

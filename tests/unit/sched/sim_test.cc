@@ -390,6 +390,20 @@ TEST(Sim, ConsTresDlJobsBelowABlockedHeadPreemptInTheBackfillPass) {
   EXPECT_EQ(r.preemptions, 1u);
 }
 
+TEST(Sim, ConsTresDlVictimsQualifyASecondAfterTheirCheckpointAsPreemptDlSeesThem) {
+  // As above with a backfill pass every 2 s: V saves its checkpoint at 30, but preempt/dl
+  // counts it written only once V's whole-second run time is past 30 by a second
+  // (checkpointed_progress): L preempts V at 32, not at 30.
+  const std::vector<TraceJob> trace = {job(1, 0, 600, 4, true), job(2, 0, 600, 4),
+                                       job(3, 1, 100, 8), job(4, 20, 60, 4)};
+  Options o = slurm_dl(2, 4, "queues=60s:240s,interval=1s");
+  o.ckpt_every_s = 15;
+  o.requeue_delay_s = 11;
+  const Result r = simulate(trace, o);
+  EXPECT_DOUBLE_EQ(r.outcomes[3].start_s, 32);
+  EXPECT_DOUBLE_EQ(r.lost_gpu_s, 4 * (2 + 60));  // 2 s of work and its restore
+}
+
 TEST(Sim, ConsTresDlBackfillPreemptsOnlyOffTheNodesReservedForHigherJobs) {
   // As above, but N and V end at 120 and H (8 GPUs) reserves both nodes from then on.
   // L (4 GPUs) would run past 120: Slurm's backfill keeps it off H's nodes, so it does
