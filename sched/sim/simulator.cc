@@ -754,10 +754,13 @@ struct Simulator::Impl {
 
   // The progress preempt/dl's just_checkpointed rule sees of a running job. With
   // cons_tres_placement (the plugins as slurmctld runs them) as preempt/dl computes it:
-  // checkpointed_progress of its run time in whole seconds, so a victim qualifies from
-  // a second after its checkpoint on (rule_lag()); otherwise its exact progress.
+  // checkpointed_progress of whole seconds, so a victim qualifies from a second after its
+  // checkpoint on (rule_lag()); otherwise its exact progress. (preempt/dl counts the run
+  // time, restore included; dl-sim counts the progress after the restore, which is the
+  // same with the calibration's restore cost 0. With a restore cost, the plugin's
+  // windows miss the job's checkpoints.)
   double rule_progress(const Job& v) const {
-    return o.cons_tres_placement ? checkpointed_progress(std::floor(now - v.run_start + kEps))
+    return o.cons_tres_placement ? checkpointed_progress(std::floor(progress_now(v) + kEps))
                                  : progress_now(v);
   }
   double rule_lag() const { return o.cons_tres_placement ? 1.0 : 0.0; }
