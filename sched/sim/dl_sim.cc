@@ -114,6 +114,11 @@ int main(int argc, char** argv) {
                  "time resolution of backfill reservations, seconds (bf_resolution)")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
+  app.add_option("--clock-offset", o.clock_offset_s,
+                 "the controller's clock (epoch seconds) at the trace's time 0: Slurm aligns "
+                 "backfill reservations to bf_resolution and its will-run windows to 30 s on it")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
   app.add_option("--priority-params", priority_text,
                  "dl priority and preemption margin, as PrioritySiteFactorParameters");
   std::string shapes = "pack";

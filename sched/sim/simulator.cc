@@ -628,8 +628,16 @@ struct Simulator::Impl {
   // ---------------------------------------------------------------- decisions
   class Trial : public VictimTrial {
    public:
-    Trial(const Impl& sim, const Job& preemptor) : sim_(sim), scratch_(sim.scratch) {
+    // `off`: nodes the preemptor may not use (a higher job's backfill reservation), or
+    // null.
+    Trial(const Impl& sim, const Job& preemptor, const std::vector<char>* off = nullptr)
+        : sim_(sim), scratch_(sim.scratch), off_(off) {
       scratch_ = sim.free;
+      if (off_) {
+        for (std::size_t k = 0; k < scratch_.size(); ++k) {
+          if ((*off_)[k]) scratch_[k] = 0;
+        }
+      }
       nodes_ = preemptor.nodes;
       need_ = preemptor.per_node;
       for (const auto f : scratch_) fitting_ += f >= need_;
@@ -645,12 +653,14 @@ struct Simulator::Impl {
 
    private:
     void change(std::uint32_t node, std::int64_t by) {
+      if (off_ && (*off_)[node]) return;
       const bool before = scratch_[node] >= need_;
       scratch_[node] = static_cast<std::uint32_t>(scratch_[node] + by);
       fitting_ += static_cast<std::int64_t>(scratch_[node] >= need_) - before;
     }
     const Impl& sim_;
     std::vector<std::uint32_t>& scratch_;
+    const std::vector<char>* off_;
     std::uint32_t nodes_ = 1;
     std::uint32_t need_ = 0;
     std::int64_t fitting_ = 0;
@@ -667,8 +677,21 @@ struct Simulator::Impl {
     const std::optional<std::uint32_t> h = i;
     const Job& j = jobs[*h];
     d.job = *h;
-    auto alloc = place(j);
-    if (alloc.empty() && try_preempt && o.policy == Policy::dl) {
+    if (auto alloc = place(j); !alloc.empty() || !try_preempt || o.policy != Policy::dl) {
+      for (const auto& a : alloc) d.alloc.emplace_back(a.node, a.gpus);
+      return d;
+    }
+    return preempt_for(i, nullptr);
+  }
+
+  // The victims job i may preempt to start now, on nodes outside `off` (null: any),
+  // and its placement then; no allocation when there are none. Changes nothing.
+  Decision preempt_for(std::uint32_t i, const std::vector<char>* off) const {
+    Decision d;
+    d.job = i;
+    const Job& j = jobs[i];
+    std::vector<Alloc> alloc;
+    {
       // The points site_factor/dl would give them; preempt/dl's rule on them.
       const auto points = [&](double attained, double wait, std::uint32_t gpus) {
         return o.priority.discretized()
@@ -684,7 +707,7 @@ struct Simulator::Impl {
         const double attained = v.attained + v.hold * (now - v.run_start);
         if (!outranks(p, points(attained, v.waited, v.hold), o.priority)) continue;
         if (o.priority.discretized() &&
-            !just_checkpointed(progress_now(v), o.ckpt_every_s, checkpoint_slack())) {
+            !just_checkpointed(rule_progress(v), o.ckpt_every_s, checkpoint_slack())) {
           continue;
         }
         candidates.push_back(
@@ -692,12 +715,14 @@ struct Simulator::Impl {
         reachable += v.hold;
       }
       if (reachable >= j.hold) {
-        Trial trial(*this, j);
+        Trial trial(*this, j, off);
         for (const auto& v : choose_victims(std::move(candidates), trial)) {
           d.victims.push_back(v.id);
         }
         if (!d.victims.empty()) {
-          alloc = place_dl(scratch, j.nodes, j.per_node, leaf_of, leaves);
+          // select/cons_tres places the preemptor on what the victims leave.
+          alloc = o.cons_tres_placement ? place_dl_cons_tres(scratch, j.nodes, j.per_node)
+                                        : place_dl(scratch, j.nodes, j.per_node, leaf_of, leaves);
           if (alloc.empty()) throw std::logic_error("dl-sim: victims freed no room");
         }
       }
@@ -727,6 +752,19 @@ struct Simulator::Impl {
     }
   }
 
+  // The progress preempt/dl's just_checkpointed rule sees of a running job. With
+  // cons_tres_placement (the plugins as slurmctld runs them) as preempt/dl computes it:
+  // checkpointed_progress of whole seconds, so a victim qualifies from a second after its
+  // checkpoint on (rule_lag()); otherwise its exact progress. (preempt/dl counts the run
+  // time, restore included; dl-sim counts the progress after the restore, which is the
+  // same with the calibration's restore cost 0. With a restore cost, the plugin's
+  // windows miss the job's checkpoints.)
+  double rule_progress(const Job& v) const {
+    return o.cons_tres_placement ? checkpointed_progress(std::floor(progress_now(v) + kEps))
+                                 : progress_now(v);
+  }
+  double rule_lag() const { return o.cons_tres_placement ? 1.0 : 0.0; }
+
   // How long after a periodic checkpoint a job may still be a victim: preempt/dl's two
   // site-factor intervals.
   double checkpoint_slack() const { return 2.0 * static_cast<double>(o.priority.interval.count()); }
@@ -737,6 +775,9 @@ struct Simulator::Impl {
   // scheduler tries, not only for the first.)
   void preempt_below_head() {
     if (o.policy != Policy::dl || !o.priority.discretized()) return;
+    // Slurm's main scheduler tries no lower job of a partition once one has failed in
+    // it (job_scheduler.c, failed_parts): they preempt in its backfill pass.
+    if (o.cons_tres_placement) return;
     std::vector<std::uint32_t> order = backfill_order();
     for (std::size_t k = 1; k < order.size(); ++k) {
       const std::uint32_t i = order[k];
@@ -770,8 +811,8 @@ struct Simulator::Impl {
       // Its first checkpoint at or after that.
       const double base = v.run_start + v.run_restore;
       const double k = std::max(1.0, std::ceil((crossed - base) / o.ckpt_every_s - 1e-9));
-      double at = base + k * o.ckpt_every_s;
-      if (just_checkpointed(progress_now(v), o.ckpt_every_s, checkpoint_slack()) &&
+      double at = base + k * o.ckpt_every_s + rule_lag();
+      if (just_checkpointed(rule_progress(v), o.ckpt_every_s, checkpoint_slack()) &&
           crossed <= now + kEps) {
         at = now;
       }
@@ -848,7 +889,7 @@ struct Simulator::Impl {
   // at its earliest start within bf_window: in GPUs over time for every job, and on
   // specific nodes for the highest one.
   void backfill_pass() {
-    if (o.policy == Policy::fifo_backfill) return backfill_pass_slurm();
+    if (slurm_backfill()) return backfill_pass_slurm();
     backfill_useful = false;
     std::vector<std::pair<double, std::int64_t>> releases;
     releases.reserve(running.size());
@@ -915,38 +956,48 @@ struct Simulator::Impl {
   // (_bf_reserve_running only reserves whole-node jobs).
   void backfill_pass_slurm() {
     backfill_useful = false;
+    const bool dl = o.policy == Policy::dl;
     struct Release {
       double t;
       std::uint32_t node, gpus;
     };
     std::vector<Release> releases;
-    for (const auto r : running) {
-      for (const auto& a : jobs[r].alloc) {
-        releases.push_back({std::max(jobs[r].est_end, now), a.node, a.gpus});
-      }
-    }
-    std::sort(releases.begin(), releases.end(),
-              [](const Release& x, const Release& y) { return x.t < y.t; });
     // cons_tres' will-run test (_will_run_test in select/cons_common/job_test.c) frees
     // the running jobs in batches, those that end within a time window of the first
     // (30 s, aligned to it, doubled after each batch), and reports a start at the last
     // freed job's end: a job that needs only the first of several jobs ending close
     // together is expected to start at the last one's end.
-    double window = 30;
-    const double end_time =
-        releases.empty() ? 0 : releases[0].t + (window - std::fmod(releases[0].t, window));
-    for (std::size_t k = 0, n = releases.size(); k < n;) {
-      std::size_t e = k + 1;
-      while (e < n && releases[e].t <= end_time + window) ++e;
-      for (std::size_t p = k; p < e; ++p) releases[p].t = releases[e - 1].t;
-      do {
-        window *= 2;
-      } while (e < n && releases[e].t > end_time + window);
-      k = e;
-    }
+    const auto collect_releases = [&] {
+      releases.clear();
+      for (const auto r : running) {
+        for (const auto& a : jobs[r].alloc) {
+          releases.push_back({std::max(jobs[r].est_end, now), a.node, a.gpus});
+        }
+      }
+      std::sort(releases.begin(), releases.end(),
+                [](const Release& x, const Release& y) { return x.t < y.t; });
+      double window = 30;
+      // Aligned on the controller's clock (end_time % 30).
+      const double end_time =
+          releases.empty()
+              ? 0
+              : releases[0].t + (window - std::fmod(releases[0].t + o.clock_offset_s, window));
+      for (std::size_t k = 0, n = releases.size(); k < n;) {
+        std::size_t e = k + 1;
+        while (e < n && releases[e].t <= end_time + window) ++e;
+        for (std::size_t p = k; p < e; ++p) releases[p].t = releases[e - 1].t;
+        do {
+          window *= 2;
+        } while (e < n && releases[e].t > end_time + window);
+        k = e;
+      }
+    };
+    collect_releases();
     const std::vector<std::uint32_t> order = backfill_order();
     // As in backfill_pass(): reservations that begin after every lower job that could
-    // start now would end cannot change what this pass starts.
+    // start now would end cannot change what this pass starts. (Not when the pass
+    // preempts: a job may start by preempting with no GPUs free.)
+    const bool shortcuts = !backfill_preempts();
     const auto need_of = [&](const Job& j) { return j.time_min.value_or(j.limit); };
     const std::vector<double> reach = reach_of(order);
     struct Resv {
@@ -954,17 +1005,23 @@ struct Simulator::Impl {
       std::vector<std::uint32_t> nodes;
     };
     std::vector<Resv> resv;
+    // Rounded down on the controller's clock.
     const auto floor_res = [&](double t) {
-      return std::floor(t / o.bf_resolution_s + 1e-9) * o.bf_resolution_s;
+      return std::floor((t + o.clock_offset_s) / o.bf_resolution_s + 1e-9) * o.bf_resolution_s -
+             o.clock_offset_s;
     };
-    std::vector<std::uint32_t> level(o.nodes), masked(o.nodes, 0);
+    std::vector<std::uint32_t> level(o.nodes), masked(o.nodes, 0), avail(o.nodes);
+    std::vector<char> off(o.nodes, 0);
     std::uint32_t stamp = 0;
     for (std::size_t k = 0; k < order.size(); ++k) {
-      if (reach[k] == 0 || free_total == 0) return;
+      if (shortcuts && (reach[k] == 0 || free_total == 0)) return;
       const std::uint32_t i = order[k];
       const Job& j = jobs[i];
+      if (j.state != State::pending) continue;
       const double need = need_of(j);
-      const double last = now + std::min(o.bf_window_s, reach[k + 1] + o.bf_resolution_s);
+      const double last =
+          now +
+          (shortcuts ? std::min(o.bf_window_s, reach[k + 1] + o.bf_resolution_s) : o.bf_window_s);
       std::vector<double> times;
       times.push_back(now);
       for (const auto& r : resv) {
@@ -975,6 +1032,8 @@ struct Simulator::Impl {
       std::int64_t total = free_total;
       std::size_t next_release = 0, next_time = 0;
       double at = kInf;
+      std::vector<Alloc> alloc;
+      bool preempted = false;
       while (true) {
         // The next candidate start: a release or the end of a reservation.
         double c = next_time < times.size() ? times[next_time] : kInf;
@@ -986,7 +1045,7 @@ struct Simulator::Impl {
           ++next_release;
         }
         while (next_time < times.size() && times[next_time] <= c) ++next_time;
-        if (total < j.hold) continue;
+        if (total < j.hold && !(dl && c <= now && backfill_preempts())) continue;
         ++stamp;
         std::int64_t usable = total;
         for (const auto& r : resv) {
@@ -997,16 +1056,47 @@ struct Simulator::Impl {
             usable -= level[node];
           }
         }
-        if (usable >= j.hold) {
+        if (!dl) {
+          if (usable >= j.hold) {
+            at = c;
+            break;
+          }
+          continue;
+        }
+        // A dl shape: nodes x GPUs per node, placed as select/cons_tres places it on
+        // the nodes no overlapping reservation holds.
+        for (std::uint32_t node = 0; node < o.nodes; ++node) {
+          avail[node] = masked[node] == stamp ? 0 : level[node];
+        }
+        if (usable >= j.hold) alloc = place_dl_cons_tres(avail, j.nodes, j.per_node);
+        if (!alloc.empty()) {
           at = c;
           break;
         }
+        if (c <= now && backfill_preempts()) {
+          // The will-run test with the preemptable jobs gone (preempt/dl's candidates):
+          // a start now, and Slurm preempts them for it (on nodes no higher job's
+          // reservation holds).
+          for (std::uint32_t node = 0; node < o.nodes; ++node) off[node] = masked[node] == stamp;
+          const Decision d = preempt_for(i, &off);
+          if (!d.victims.empty() && !d.alloc.empty()) {
+            for (const auto v : d.victims) preempt(static_cast<std::uint32_t>(v));
+            std::vector<Alloc> got;
+            for (const auto& [node, gpus] : d.alloc) got.push_back({node, gpus});
+            start(i, got, std::nullopt);
+            collect_releases();
+            preempted = true;
+            break;
+          }
+        }
       }
-      if (at == kInf) continue;
-      for (std::uint32_t node = 0; node < o.nodes; ++node) {
-        if (masked[node] == stamp) level[node] = 0;
+      if (preempted || at == kInf) continue;
+      if (!dl) {
+        for (std::uint32_t node = 0; node < o.nodes; ++node) {
+          if (masked[node] == stamp) level[node] = 0;
+        }
+        alloc = place_fifo(level, j.hold);
       }
-      const auto alloc = place_fifo(level, j.hold);
       if (alloc.empty()) throw std::logic_error("dl-sim: backfill found no placement");
       if (at <= now) {
         start(i, alloc, std::nullopt);
@@ -1018,9 +1108,20 @@ struct Simulator::Impl {
     }
   }
 
+  // Whether the backfill pass is Slurm's (backfill_pass_slurm): fifo-backfill, and the dl
+  // policy with shapes placed as Slurm places them (the calibration against slurmctld).
+  bool slurm_backfill() const { return o.policy == Policy::fifo_backfill || o.cons_tres_placement; }
+
+  // Whether a backfill pass may preempt (the dl policy in Slurm's backfill): it then runs
+  // every bf_interval while jobs wait, as Slurm's does, since a victim qualifies as time
+  // passes (just_checkpointed).
+  bool backfill_preempts() const {
+    return o.policy == Policy::dl && o.cons_tres_placement && o.priority.discretized();
+  }
+
   void queue_backfill() {
-    if (backfill_queued || !backfill_useful || free_total == 0) return;
-    if (queue.empty()) return;
+    if (backfill_queued || queue.empty()) return;
+    if (!backfill_preempts() && (!backfill_useful || free_total == 0)) return;
     const double at = (std::floor(now / o.bf_interval_s) + 1) * o.bf_interval_s;
     events.push({at, Kind::backfill, kNoJob, 0});
     backfill_queued = true;

@@ -60,6 +60,12 @@ struct Options {
   std::uint32_t bf_depth = 500;
   double bf_window_s = 86400;
   double bf_resolution_s = 60;
+  // The controller's clock at the trace's time 0 (seconds; only its remainder modulo
+  // bf_resolution and 30 s matters): Slurm aligns backfill reservations to
+  // bf_resolution and the will-run test's time windows to 30 s on its clock (the
+  // epoch), not on the trace's. Slurm's backfill model (fifo-backfill, and dl with
+  // cons_tres_placement) uses it.
+  double clock_offset_s = 0;
   // Slurm holds a requeued job for the credential lifetime (AuthInfo cred_expire,
   // 120 s by default) plus one second before it may start again.
   double requeue_delay_s = 121;
@@ -72,7 +78,13 @@ struct Options {
   // (a job has the one shape job_submit/dl gave it): the calibration against slurmctld.
   bool other_even_splits = true;
   // dl: shapes placed as select/cons_tres places them (place_dl_cons_tres), not best
-  // fit: what the plugins get from Slurm (the calibration against slurmctld).
+  // fit: what the plugins get from Slurm (the calibration against slurmctld). The dl
+  // policy then also runs under Slurm's own schedulers as fifo-backfill does: the
+  // backfill pass is Slurm's (node reservations for every pending job within
+  // bf_window, the shape placed as cons_tres places it, every bf_interval), jobs below
+  // a blocked head preempt only there (Slurm's main scheduler stops at the head) and
+  // only off the nodes reserved for higher jobs. (That pass does not start jobs in
+  // shorter holes of their time_min.)
   bool cons_tres_placement = false;
 };
 

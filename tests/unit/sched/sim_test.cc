@@ -348,6 +348,90 @@ TEST(Sim, ConsTresPlacementTakesTheFirstNodeOfTheRunNotTheBestFit) {
   EXPECT_DOUBLE_EQ(simulate(trace, slurm).outcomes[5].start_s, 12);
 }
 
+// dl shapes placed as Slurm places them (the calibration against slurmctld).
+Options slurm_dl(std::uint32_t nodes, std::uint32_t gpus, const char* params = "") {
+  Options o = cluster(Policy::dl, nodes, gpus);
+  o.even_shapes = true;
+  o.other_even_splits = false;
+  o.cons_tres_placement = true;
+  o.bf_interval_s = 2;
+  o.priority = parse_priority_params(params);
+  return o;
+}
+
+TEST(Sim, ConsTresDlBackfillReservesTheNodesOfEveryBlockedJob) {
+  // 4 nodes x 4 GPUs: A fills node 0, E and F leave 1 GPU free on nodes 1 and 2, G 2 GPUs
+  // on node 3 until 60. H (16 GPUs) heads the queue; C (4 GPUs) can start on node 3 at
+  // 60 and, as in Slurm's backfill, reserves that node for [60, 120). D (2 GPUs) fits
+  // only on node 3 now and would run into C's reservation: it waits. (By GPU totals,
+  // 2 of the 6 GPUs free at 60 would remain after C: D would start at once and C wait.)
+  const std::vector<TraceJob> trace = {job(1, 0, 600, 4), job(2, 0, 600, 3),  job(3, 0, 600, 3),
+                                       job(4, 0, 60, 2),  job(5, 1, 100, 16), job(6, 2, 60, 4),
+                                       job(7, 3, 120, 2)};
+  const Result r = simulate(trace, slurm_dl(4, 4));
+  EXPECT_LE(r.outcomes[5].start_s, 62);  // C
+  EXPECT_GE(r.outcomes[6].start_s, 60);  // D
+}
+
+TEST(Sim, ConsTresDlJobsBelowABlockedHeadPreemptInTheBackfillPass) {
+  // V (checkpointable, 4 GPUs, crosses 60 GPU-s at 15 s, checkpoints every 15 s) and N
+  // fill 2 nodes; H (8 GPUs) heads the queue and cannot preempt enough; L (4 GPUs, queue
+  // 0) may preempt V within 2 s after a checkpoint. Slurm's main scheduler tries no job
+  // below a blocked head: L preempts V in a backfill pass (every 4 s here, which runs
+  // even though nothing was released), the first one in V's window after 30: at 32.
+  const std::vector<TraceJob> trace = {job(1, 0, 600, 4, true), job(2, 0, 600, 4),
+                                       job(3, 1, 100, 8), job(4, 20, 60, 4)};
+  Options o = slurm_dl(2, 4, "queues=60s:240s,interval=1s");
+  o.ckpt_every_s = 15;
+  o.requeue_delay_s = 11;
+  o.bf_interval_s = 4;
+  const Result r = simulate(trace, o);
+  EXPECT_DOUBLE_EQ(r.outcomes[3].start_s, 32);
+  EXPECT_EQ(r.preemptions, 1u);
+}
+
+TEST(Sim, ConsTresDlVictimsQualifyASecondAfterTheirCheckpointAsPreemptDlSeesThem) {
+  // As above with a backfill pass every 2 s: V saves its checkpoint at 30, but preempt/dl
+  // counts it written only once V's whole-second run time is past 30 by a second
+  // (checkpointed_progress): L preempts V at 32, not at 30.
+  const std::vector<TraceJob> trace = {job(1, 0, 600, 4, true), job(2, 0, 600, 4),
+                                       job(3, 1, 100, 8), job(4, 20, 60, 4)};
+  Options o = slurm_dl(2, 4, "queues=60s:240s,interval=1s");
+  o.ckpt_every_s = 15;
+  o.requeue_delay_s = 11;
+  const Result r = simulate(trace, o);
+  EXPECT_DOUBLE_EQ(r.outcomes[3].start_s, 32);
+  EXPECT_DOUBLE_EQ(r.lost_gpu_s, 4 * (2 + 60));  // 2 s of work and its restore
+}
+
+TEST(Sim, ConsTresDlBackfillPreemptsOnlyOffTheNodesReservedForHigherJobs) {
+  // As above, but N and V end at 120 and H (8 GPUs) reserves both nodes from then on.
+  // L (4 GPUs) would run past 120: Slurm's backfill keeps it off H's nodes, so it does
+  // not preempt V (on node 0) and waits.
+  const std::vector<TraceJob> trace = {job(1, 0, 120, 4, true), job(2, 0, 120, 4), job(3, 1, 60, 8),
+                                       job(4, 20, 200, 4)};
+  Options o = slurm_dl(2, 4, "queues=60s:240s,interval=1s");
+  o.ckpt_every_s = 15;
+  o.requeue_delay_s = 11;
+  o.bf_interval_s = 4;
+  const Result r = simulate(trace, o);
+  EXPECT_EQ(r.preemptions, 0u);
+  EXPECT_GE(r.outcomes[3].start_s, 120);
+}
+
+TEST(Sim, FifoRoundsReservationsOnTheControllersClock) {
+  // One node x 4 GPUs: A (2 GPUs) from 40 with a 2-minute limit, B (4 GPUs) waits for
+  // its end (160), C (2 GPUs, 1 minute) could run from 90 (the backfill pass) to 150.
+  // B's reservation is rounded down to bf_resolution (60 s) on slurmctld's clock: with
+  // the trace's time 0 at a whole minute it begins at 120 and C waits; at 20 s past one,
+  // at 160 (trace time) and C runs at once.
+  const std::vector<TraceJob> trace = {job(1, 40, 90, 2), job(2, 50, 60, 4), job(3, 61, 45, 2)};
+  Options o = cluster(Policy::fifo_backfill, 1, 4);
+  EXPECT_GE(simulate(trace, o).outcomes[2].start_s, 130);
+  o.clock_offset_s = 20;
+  EXPECT_DOUBLE_EQ(simulate(trace, o).outcomes[2].start_s, 90);
+}
+
 TEST(Sim, DlBackfillsPastAJobThatFitsByGpuTotalsButNotByItsShape) {
   // 3 nodes x 4 GPUs with 3 busy on nodes 0 and 1: 6 GPUs free, but the 6-GPU gang B
   // has no even split that fits (2x3, 3x2, 6x1). A phantom reservation of those 6 GPUs
