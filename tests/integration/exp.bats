@@ -19,6 +19,7 @@ setup() {
 }
 
 teardown() {
+  show_on_failure out.txt arr-*.txt py.txt
   cancel_all
   if [ -f serve.pid ]; then kill "$(cat serve.pid)" 2>/dev/null || true; fi
 }
