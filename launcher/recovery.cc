@@ -60,52 +60,38 @@ std::string format_lost_node(std::string_view key, std::string_view node) {
   return fmt::format("LOST {} {}\n", key, node);
 }
 
-std::optional<std::string> parse_lost_node(std::string_view line, std::string_view key) {
-  constexpr std::string_view kWord = "LOST ";
-  if (line.substr(0, kWord.size()) != kWord) return std::nullopt;
-  line.remove_prefix(kWord.size());
+namespace {
+
+// The payload of a control line "WORD KEY PAYLOAD" whose KEY is `key`.
+std::optional<std::string_view> keyed_payload(std::string_view line, std::string_view word,
+                                              std::string_view key) {
+  if (line.substr(0, word.size()) != word) return std::nullopt;
+  line.remove_prefix(word.size());
   const auto space = line.find(' ');
   if (space == std::string_view::npos || !same_secret(line.substr(0, space), key)) {
     return std::nullopt;
   }
-  const std::string_view node = line.substr(space + 1);
-  if (node.empty() || node.size() > 255) return std::nullopt;
-  for (const char c : node) {
-    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_' && c != '.') {
-      return std::nullopt;
-    }
-  }
-  return std::string(node);
+  return line.substr(space + 1);
+}
+
+}  // namespace
+
+std::optional<std::string> parse_lost_node(std::string_view line, std::string_view key) {
+  const auto node = keyed_payload(line, "LOST ", key);
+  if (!node || !valid_node_name(*node)) return std::nullopt;
+  return std::string(*node);
 }
 
 std::string format_culprit(std::string_view key, const Culprit& culprit) {
-  // The history's encoding of one culprit: NODE/RANK/KIND.
-  RestartHistory h;
-  h.culprits.push_back(culprit);
-  const std::string text = encode_history(h);
-  const std::size_t at = text.find("culprits=") + 9;
-  return fmt::format("CULPRIT {} {}\n", key, text.substr(at, text.size() - at - 1));
+  return fmt::format("CULPRIT {} {}\n", key, encode_culprit(culprit));
 }
 
 std::optional<Culprit> parse_culprit(std::string_view line, std::string_view key) {
-  constexpr std::string_view kWord = "CULPRIT ";
-  if (line.substr(0, kWord.size()) != kWord) return std::nullopt;
-  line.remove_prefix(kWord.size());
-  const auto space = line.find(' ');
-  if (space == std::string_view::npos || !same_secret(line.substr(0, space), key)) {
-    return std::nullopt;
-  }
-  const std::string_view entry = line.substr(space + 1);
-  if (entry.empty() || entry.size() > 300 || entry.find_first_of(", ") != std::string_view::npos) {
-    return std::nullopt;
-  }
-  try {
-    const RestartHistory h = decode_history(fmt::format("failures=0 stalled=0 culprits={}", entry));
-    if (h.culprits.size() != 1 || h.culprits.front().node.empty()) return std::nullopt;
-    return h.culprits.front();
-  } catch (const InputError&) {
-    return std::nullopt;
-  }
+  const auto entry = keyed_payload(line, "CULPRIT ", key);
+  if (!entry) return std::nullopt;
+  auto culprit = decode_culprit(*entry);
+  if (!culprit || culprit->node.empty()) return std::nullopt;
+  return culprit;
 }
 
 std::vector<std::string> step_shape_options(const StepShape& shape) {

@@ -31,6 +31,8 @@ std::optional<CulpritKind> kind_from(std::string_view name) {
   return std::nullopt;
 }
 
+}  // namespace
+
 bool valid_node_name(std::string_view node) {
   if (node.empty() || node.size() > 255) return false;
   for (const char c : node) {
@@ -64,8 +66,6 @@ std::optional<Culprit> decode_culprit(std::string_view text) {
   c.kind = *kind;
   return c;
 }
-
-}  // namespace
 
 std::string describe_culprit(const Culprit& c) {
   if (c.node.empty()) return "an unknown cause";

@@ -40,6 +40,13 @@ struct Culprit {
 // "rank 1 on n2 hung", "rank 0 on n1 failed", "rank 3 on n2 was lost".
 std::string describe_culprit(const Culprit& c);
 
+// A host name as Slurm gives it: 1 to 255 letters, digits, '-', '_' and '.'.
+bool valid_node_name(std::string_view node);
+
+// "n2/1/hung" ("-" for an unknown culprit) and back; nullopt for anything else.
+std::string encode_culprit(const Culprit& c);
+std::optional<Culprit> decode_culprit(std::string_view text);
+
 // How many failed runs in a row with the same culprit node exclude that node.
 inline constexpr std::size_t kCulpritRepeats = 2;
 
