@@ -102,8 +102,7 @@ start_with_periodic_checkpoints() {
 @test "e2e 4: a node fails (its slurmd and processes killed): the job is requeued onto the other nodes and resumes" {
   ref=$(reference 600)
   job=$(start_with_periodic_checkpoints node 600)
-  batch=$(job_field "$job" BatchHost)
-  victim=$(scontrol show hostnames "$(job_field "$job" NodeList)" | grep -vx "$batch" | head -n 1)
+  victim=$(other_node "$job")
   "$DL_ROOT/scripts/minicluster" kill-node "$victim"
   wait_state "$job" COMPLETED 300
   # The second run used two nodes that did not include the failed one.

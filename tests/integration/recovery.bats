@@ -88,7 +88,7 @@ stop_watch() { kill "$(cat watch.pid)" 2>/dev/null || true; }
   wait_until 90 '[ "$(written)" -ge 2 ]'
   [ "$(job_field "$job" NumNodes)" = 2 ]
   batch=$(job_field "$job" BatchHost)
-  victim=$(scontrol show hostnames "$(job_field "$job" NodeList)" | grep -vx "$batch" | head -n 1)
+  victim=$(other_node "$job")
   watch_states "$job"
   "$DL_ROOT/scripts/minicluster" kill-node "$victim"
   wait_until 60 "grep -q 'node $victim failed: restarting on the 1 node(s) left with 2 rank(s)' out.txt"
@@ -108,8 +108,7 @@ stop_watch() { kill "$(cat watch.pid)" 2>/dev/null || true; }
     --dl-ckpt-every=2s --open-mode=append -o out.txt \
     --wrap "$DLRUN $DP --steps 500 --step-ms 40 --out $PWD/out.bin")
   wait_until 90 '[ "$(written)" -ge 2 ]'
-  batch=$(job_field "$job" BatchHost)
-  victim=$(scontrol show hostnames "$(job_field "$job" NodeList)" | grep -vx "$batch" | head -n 1)
+  victim=$(other_node "$job")
   # The state, the exclusion and the reason, while the job goes round.
   (while :; do
     scontrol show job "$job" -o | tr ' ' '\n' |
@@ -159,8 +158,7 @@ stop_watch() { kill "$(cat watch.pid)" 2>/dev/null || true; }
     --wrap "$DLRUN /usr/bin/python3 $EXAMPLES/train_ddp.py --steps 150 --step-ms 50 --out $PWD/out.bin")
   # The first checkpoint is of step 0: resume from one written mid-run.
   wait_until 120 '[ "$(written)" -ge 2 ]'
-  batch=$(job_field "$job" BatchHost)
-  victim=$(scontrol show hostnames "$(job_field "$job" NodeList)" | grep -vx "$batch" | head -n 1)
+  victim=$(other_node "$job")
   "$DL_ROOT/scripts/minicluster" kill-node "$victim"
   wait_state "$job" COMPLETED 180
   grep -q "node $victim does not answer: ending the step" out.txt

@@ -1,6 +1,9 @@
 # Shared by e2e.bats and recovery.bats: dp_trainer's uninterrupted reference run, the
 # check of an interrupted run in out.txt against it, and the nodes put back after a test.
 
+# A node of job $1 that is not its batch host.
+other_node() { scontrol show hostnames "$(job_field "$1" NodeList)" | grep -vx "$(job_field "$1" BatchHost)" | head -n 1; }
+
 # setup_file's part: the programs and the reference directory of the file.
 reference_setup_file() {
   export DLRUN=$DL_BUILD_DIR/launcher/dlrun
