@@ -58,6 +58,9 @@ show_on_failure() {
 
 cancel_all() { scancel --full --quiet -u "$(id -un)" 2>/dev/null || true; }
 
+# A command as the unprivileged test user dltest (hostile tests).
+as_dltest() { runuser -u dltest -- env SLURM_CONF="$SLURM_CONF" "$@"; }
+
 # Polls a shell condition for up to $1 seconds.
 wait_until() {
   local limit=$1
@@ -83,3 +86,16 @@ job_pids() {
 
 # The job's comment (it contains spaces, so job_field does not do).
 job_comment() { scontrol show job "$1" | sed -n 's/^ *Comment=//p'; }
+
+# spank_dl.so with more plugstack arguments ($1) for one test (slurmstepd, srun and sbatch
+# read plugstack.conf at each start); plugstack_restore puts the cluster's line back.
+plugstack() { echo "$(dirname "$SLURM_CONF")/plugstack.conf"; }
+plugstack_with() {
+  cp "$(plugstack)" "$BATS_TEST_TMPDIR/plugstack.conf"
+  sed -i "s|spank_dl.so |spank_dl.so $1 |" "$(plugstack)"
+}
+plugstack_restore() {
+  [ -f "$BATS_TEST_TMPDIR/plugstack.conf" ] || return 0
+  cp "$BATS_TEST_TMPDIR/plugstack.conf" "$(plugstack)"
+  rm -f "$BATS_TEST_TMPDIR/plugstack.conf"
+}

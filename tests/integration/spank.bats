@@ -24,7 +24,6 @@ teardown() {
 # The spec the controller holds for a job, as the node prolog received it.
 controller_spec() { sed -n "s/^$1 SPANK_//p" "$mcdir/log/prolog-spec.log" | sort; }
 
-as_dltest() { runuser -u dltest -- env SLURM_CONF="$SLURM_CONF" "$@"; }
 
 @test "#SBATCH --dl-* lines reach every task and the controller" {
   cat >job.sh <<'EOS'
@@ -346,7 +345,7 @@ node_up() { [[ ! $(sinfo -h -n "n$1" -o %T) =~ drain ]]; }
   echo "required $plugin max_gpu=8" >plugstack.conf
   SLURM_CONF=$PWD/slurm.conf run sbatch --wrap true
   [ "$status" -ne 0 ]
-  echo "$output" | head -n 1 | grep -qxF "sbatch: error: dl: slurm_spank_init: plugstack argument 'max_gpu=8': unknown key 'max_gpu' (expected default_ckpt_root, allowed_ckpt_roots, max_gpus, default_grace, shared_ckpt_root, drain_after or drain_state_dir)"
+  echo "$output" | head -n 1 | grep -qxF "sbatch: error: dl: slurm_spank_init: plugstack argument 'max_gpu=8': unknown key 'max_gpu' (expected default_ckpt_root, allowed_ckpt_roots, max_gpus, default_grace, shared_ckpt_root, drain_after, drain_state_dir or down_failed_batch_host)"
   echo "required $plugin max_gpus=none" >plugstack.conf
   SLURM_CONF=$PWD/slurm.conf run sbatch --wrap true
   [ "$status" -ne 0 ]

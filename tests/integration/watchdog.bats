@@ -16,19 +16,13 @@ teardown() {
   [ ! -f "$BATS_TEST_TMPDIR/plugstack.conf" ] || drain_off
 }
 
-plugstack() { echo "$(dirname "$SLURM_CONF")/plugstack.conf"; }
 drain_dir() { echo "$(dirname "$SLURM_CONF")/drain-$$"; }
-as_dltest() { runuser -u dltest -- env SLURM_CONF="$SLURM_CONF" "$@"; }
 
 # spank_dl.so with drain_after=2 for this test (slurmstepd, srun and sbatch read
 # plugstack.conf at each start); drain_off restores it and resumes what was drained.
-drain_on() {
-  cp "$(plugstack)" "$BATS_TEST_TMPDIR/plugstack.conf"
-  sed -i "s|spank_dl.so |spank_dl.so drain_after=2 drain_state_dir=$(drain_dir) |" "$(plugstack)"
-}
+drain_on() { plugstack_with "drain_after=2 drain_state_dir=$(drain_dir)"; }
 drain_off() {
-  cp "$BATS_TEST_TMPDIR/plugstack.conf" "$(plugstack)"
-  rm -f "$BATS_TEST_TMPDIR/plugstack.conf"
+  plugstack_restore
   rm -rf "$(drain_dir)"
   local n
   for n in $(sinfo -h -N -o '%N %T' | awk '$2 ~ /drain/ {print $1}' | sort -u); do
