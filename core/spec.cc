@@ -197,11 +197,13 @@ SiteConfig parse_site_config(const std::vector<std::string>& args) {
       site.drain_after = static_cast<std::uint32_t>(parse_uint(key, s.value, 0, 16));
     } else if (key == "drain_state_dir") {
       site.drain_state_dir = parse_ckpt_dir(s);
+    } else if (key == "down_failed_batch_host") {
+      site.down_failed_batch_host = parse_bool(s);
     } else {
       throw InputError(
           fmt::format("plugstack argument '{}': unknown key '{}' (expected default_ckpt_root, "
                       "allowed_ckpt_roots, max_gpus, default_grace, shared_ckpt_root, "
-                      "drain_after or drain_state_dir)",
+                      "drain_after, drain_state_dir or down_failed_batch_host)",
                       arg, key));
     }
   }

@@ -38,6 +38,9 @@ struct SiteConfig {
   std::uint32_t drain_after = 0;
   // Where slurmstepd keeps those records: a node-local directory, root's, mode 0700.
   std::string drain_state_dir = "/var/spool/slurm-dl";
+  // Mark a --dl-* job's batch host DOWN when a rank on another node lost rank 0 and the
+  // batch host's slurmd does not answer this node (see core/node_down.h); off by default.
+  bool down_failed_batch_host = false;
 
   std::vector<std::string> effective_ckpt_roots() const;
 };

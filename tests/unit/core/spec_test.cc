@@ -196,6 +196,12 @@ TEST(Spec, SiteLimitsApply) {
   EXPECT_EQ(default_ckpt_dir(site, "alice", ".."), "/scratch/ckpt/alice/job");
 }
 
+TEST(Spec, DownFailedBatchHostIsOffUnlessTheSiteSaysYes) {
+  EXPECT_FALSE(parse_site_config({}).down_failed_batch_host);
+  EXPECT_TRUE(parse_site_config({"down_failed_batch_host=yes"}).down_failed_batch_host);
+  EXPECT_FALSE(parse_site_config({"down_failed_batch_host=no"}).down_failed_batch_host);
+}
+
 TEST(Spec, SiteConfigErrorsNameTheKey) {
   const auto error = [](std::vector<std::string> args) {
     try {
@@ -208,7 +214,9 @@ TEST(Spec, SiteConfigErrorsNameTheKey) {
   EXPECT_EQ(error({"max_gpu=8"}),
             "plugstack argument 'max_gpu=8': unknown key 'max_gpu' (expected "
             "default_ckpt_root, allowed_ckpt_roots, max_gpus, default_grace, shared_ckpt_root, "
-            "drain_after or drain_state_dir)");
+            "drain_after, drain_state_dir or down_failed_batch_host)");
+  EXPECT_EQ(error({"down_failed_batch_host=maybe"}),
+            "down_failed_batch_host=maybe: expected 1/yes/true or 0/no/false");
   EXPECT_EQ(error({"drain_after=99"}), "drain_after=99: expected a whole number from 0 to 16");
   EXPECT_EQ(error({"drain_state_dir=spool"}), "drain_state_dir=spool: expected an absolute path");
   EXPECT_EQ(error({"max_gpus=lots"}), "max_gpus=lots: expected a whole number from 1 to 1048576");

@@ -1,0 +1,43 @@
+// Marking a failed batch host DOWN at once (issue 13): when a job's batch host fails,
+// dlrun's launcher dies with it and only slurmctld can requeue the job, which it does when
+// it marks the node DOWN (SlurmdTimeout, 300 s by default). A surviving rank's dlrun that
+// lost rank 0 on another node ends with kExitLostLeader; spank_dl.so, as root in that
+// node's slurmstepd and with down_failed_batch_host=yes, then checks the job's batch host
+// itself (slurmctld's word for which node it is, a TCP connection to its slurmd) and marks
+// it DOWN when its slurmd does not answer. Pure; the plugin's adapter
+// (spank/slurmstepd.cc) runs sinfo, scontrol and the connections.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace dl {
+
+// The exit status of a rank's dlrun that lost rank 0 on another node, when the plugin
+// asks for it (DL_LOST_LEADER_EXIT in the task's environment). It triggers the check and
+// proves nothing: a user's program can exit with it too.
+inline constexpr int kExitLostLeader = 78;
+
+// One node as `sinfo -h -N -n NODE -O NodeAddr:|,Port:|,StateComplete:|` prints it
+// ("127.0.0.1|6818|mixed+not_responding|"; one such line per partition of the node).
+struct NodeLine {
+  std::string address;              // NodeAddr: a host name or an address
+  std::uint16_t port = 0;           // slurmd's port
+  std::vector<std::string> states;  // "mixed", "drain", "not_responding", ...
+};
+
+// The first line of that output; throws dl::InputError on anything else (an unknown node
+// gives no line).
+NodeLine parse_node_line(std::string_view text);
+
+// Whether slurmctld knows the node has failed already: DOWN or NOT_RESPONDING.
+bool known_failed(const NodeLine& node);
+
+// scontrol's Reason for the node: "slurm-dl: job 4711: batch host lost the job's ranks
+// and its slurmd (127.0.0.1:6818) did not answer n2 3 times".
+std::string batch_host_down_reason(std::uint32_t job, const NodeLine& node, std::string_view from,
+                                   int tries);
+
+}  // namespace dl
