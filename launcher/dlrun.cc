@@ -20,6 +20,7 @@
 #include "core/drain.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "core/node_down.h"
 #include "core/parse.h"
 #include "core/signals.h"
 #include "core/spec.h"
@@ -299,6 +300,7 @@ int run(int argc, char** argv) {
     if (spec && spec->elastic) ls.elastic = RankRange{spec->elastic->min, spec->elastic->max};
     return run_job_launcher(std::move(ls), std::move(signals));
   }
+  job.lost_leader_exit = getenv_or("DL_LOST_LEADER_EXIT", "") == std::to_string(kExitLostLeader);
   // Started by the job-level launcher: its restart count, which includes the restarts
   // inside the allocation.
   if (getenv_or("DL_JOB_LAUNCHER", "") == "1") {

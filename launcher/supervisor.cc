@@ -16,6 +16,7 @@
 
 #include "core/error.h"
 #include "core/log.h"
+#include "core/node_down.h"
 #include "core/signals.h"
 #include "core/step_files.h"
 #include "launcher/agreement.h"
@@ -584,8 +585,14 @@ void Supervisor::on_rank0_readable() {
 
 void Supervisor::lost_rank0(const std::string& why) {
   log(LogLevel::error, "lost rank 0 ({}): stopping", why);
-  // Under the job-level launcher, the launcher decides what comes next.
-  end_program(job_.under_launcher ? kExitRestartStep : kExitLost, "lost rank 0");
+  // Under the job-level launcher, the launcher decides what comes next. Rank 0 on another
+  // node may have gone with its node: when the plugin asks, this rank's exit status has
+  // it check whether that is the batch host, which only Slurm can take out of the job.
+  const bool elsewhere = job_.lost_leader_exit && boot_.rendezvous.node != job_.node;
+  end_program(elsewhere             ? kExitLostLeader
+              : job_.under_launcher ? kExitRestartStep
+                                    : kExitLost,
+              "lost rank 0");
   if (job_.under_launcher) {
     if (rank_ == 1) {
       report_culprit(job_, Culprit{boot_.rendezvous.node, 0, CulpritKind::lost});

@@ -51,6 +51,10 @@ struct JobSettings {
   // spank_dl.so drains a node that caused two failed steps in a row (DL_CULPRIT_EXIT,
   // see core/drain.h): the culprit rank's dlrun then ends with kExitCulpritStep.
   bool mark_culprit = false;
+  // spank_dl.so marks a failed batch host DOWN (DL_LOST_LEADER_EXIT, see
+  // core/node_down.h): a rank that lost rank 0 on another node then ends with
+  // kExitLostLeader.
+  bool lost_leader_exit = false;
 };
 
 // Exit codes of dlrun besides the program's own.

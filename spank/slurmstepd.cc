@@ -4,8 +4,10 @@
 // as root, after the step's tasks are gone.
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <netdb.h>
 #include <poll.h>
 #include <spawn.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -13,8 +15,10 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <csignal>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <optional>
 #include <string>
 #include <thread>
@@ -24,6 +28,7 @@
 #include "core/drain.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "core/node_down.h"
 #include "core/private_dir.h"
 #include "core/spec.h"
 #include "core/step_files.h"
@@ -47,6 +52,8 @@ struct StepState {
   std::vector<std::string> ckpt_roots;  // with "~" expanded
   // drain_after: one of the step's tasks on this node exited with kExitCulpritStep.
   bool culprit = false;
+  // down_failed_batch_host: the job's batch host was checked for this step on this node.
+  bool batch_host_checked = false;
 };
 
 StepState& step() {
@@ -166,14 +173,17 @@ sys::Fd open_state_dir() {
   return dir;
 }
 
-// Runs scontrol with `args` (no shell, a clean environment: PATH and slurmstepd's own
-// SLURM_CONF), its output to `out` when given; waits at most 20 s. Returns its exit code.
-int run_scontrol(const std::vector<std::string>& args, std::string* out) {
+// Runs /usr/bin/`tool` (scontrol, sinfo, squeue) with `args` (no shell, a clean environment: PATH
+// and slurmstepd's own SLURM_CONF), its output to `out` when given; waits at most 20 s.
+// Returns its exit code.
+int run_slurm_tool(const std::string& tool, const std::vector<std::string>& args,
+                   std::string* out) {
   std::vector<std::string> env{"PATH=/usr/sbin:/usr/bin:/sbin:/bin"};
   if (const char* conf = std::getenv("SLURM_CONF"))
     env.push_back(std::string("SLURM_CONF=") + conf);
   std::vector<char*> argv;
-  std::vector<std::string> all{"scontrol"};
+  const std::string path = "/usr/bin/" + tool;
+  std::vector<std::string> all{tool};
   all.insert(all.end(), args.begin(), args.end());
   for (auto& a : all) argv.push_back(a.data());
   argv.push_back(nullptr);
@@ -191,11 +201,10 @@ int run_scontrol(const std::vector<std::string>& args, std::string* out) {
   posix_spawn_file_actions_adddup2(&fa, write_end.get(), STDOUT_FILENO);
   posix_spawn_file_actions_adddup2(&fa, write_end.get(), STDERR_FILENO);
   pid_t pid = -1;
-  const int rc = posix_spawn(&pid, "/usr/bin/scontrol", &fa, nullptr, argv.data(), envp.data());
+  const int rc = posix_spawn(&pid, path.c_str(), &fa, nullptr, argv.data(), envp.data());
   posix_spawn_file_actions_destroy(&fa);
   write_end.close();
-  if (rc != 0)
-    throw SystemError(std::string("couldn't run /usr/bin/scontrol: ") + std::strerror(rc));
+  if (rc != 0) throw SystemError(fmt::format("couldn't run {}: {}", path, std::strerror(rc)));
   std::string text;
   const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
   for (;;) {
@@ -254,14 +263,14 @@ void record_step(spank_t sp) {
     std::this_thread::sleep_for(std::chrono::seconds(std::min<std::uint32_t>(index, 30)));
   }
   std::string nodes;
-  run_scontrol({"-o", "show", "nodes"}, &nodes);
+  run_slurm_tool("scontrol", {"-o", "show", "nodes"}, &nodes);
   const std::string mark = fmt::format("slurm-dl: job {}:", job);
   if (nodes.find(mark) != std::string::npos) {
     log(LogLevel::info, "not draining {}: a node was drained for job {} already", *node, job);
     return;
   }
-  const int rc =
-      run_scontrol({"update", "NodeName=" + *node, "State=DRAIN", "Reason=" + d.reason}, nullptr);
+  const int rc = run_slurm_tool(
+      "scontrol", {"update", "NodeName=" + *node, "State=DRAIN", "Reason=" + d.reason}, nullptr);
   if (rc != 0) {
     throw SystemError(
         fmt::format("scontrol update NodeName={} State=DRAIN failed (exit {})", *node, rc));
@@ -269,13 +278,134 @@ void record_step(spank_t sp) {
   log(LogLevel::info, "drained node {}: {}", *node, d.reason);
 }
 
+// Whether a TCP connection to `address`:`port` is accepted within `timeout`.
+bool tcp_answers(const std::string& address, std::uint16_t port, std::chrono::milliseconds timeout,
+                 std::string& why) {
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_NUMERICSERV;
+  addrinfo* found = nullptr;
+  const std::string service = std::to_string(port);
+  if (const int rc = getaddrinfo(address.c_str(), service.c_str(), &hints, &found); rc != 0) {
+    why = fmt::format("{}: {}", address, gai_strerror(rc));
+    return false;
+  }
+  const std::unique_ptr<addrinfo, decltype(&freeaddrinfo)> list(found, freeaddrinfo);
+  const sys::Fd fd(socket(found->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0),
+                   "socket");
+  if (fd.get() < 0) throw SystemError(std::string("socket: ") + std::strerror(errno));
+  if (connect(fd.get(), found->ai_addr, found->ai_addrlen) == 0) return true;
+  if (errno != EINPROGRESS) {
+    why = std::strerror(errno);
+    return false;
+  }
+  pollfd p{fd.get(), POLLOUT, 0};
+  int rc = 0;
+  while ((rc = poll(&p, 1, static_cast<int>(timeout.count()))) < 0 && errno == EINTR) {
+  }
+  if (rc == 0) {
+    why = fmt::format("no answer in {} ms", timeout.count());
+    return false;
+  }
+  int err = 0;
+  socklen_t len = sizeof err;
+  if (rc < 0 || getsockopt(fd.get(), SOL_SOCKET, SO_ERROR, &err, &len) != 0) err = errno;
+  if (err != 0) why = std::strerror(err);
+  return err == 0;
+}
+
+// The node of a sinfo line, for `node` (a plain host name).
+NodeLine load_node_line(const std::string& node) {
+  std::string out;
+  const int rc = run_slurm_tool(
+      "sinfo", {"-h", "-N", "-n", node, "-O", "NodeAddr:|,Port:|,StateComplete:|"}, &out);
+  if (rc != 0) throw SystemError(fmt::format("sinfo -n {} failed (exit {})", node, rc));
+  return parse_node_line(out);
+}
+
+// down_failed_batch_host: a task of this step exited with kExitLostLeader (its dlrun lost
+// rank 0 on another node) or was killed. That proves nothing (a program can exit with
+// it, a step is killed for many reasons); what counts is slurmctld's word for the job's
+// batch host and whether its slurmd answers this node: three connections refused or
+// unanswered, half a second apart, mark it DOWN, with a reason naming the job, the node
+// and the evidence. Slurm then requeues the job at once instead of after SlurmdTimeout.
+void check_batch_host(spank_t sp) {
+  constexpr int kTries = 3;
+  std::uint32_t job = 0;
+  if (spank_get_item(sp, S_JOB_ID, &job) != ESPANK_SUCCESS) {
+    throw SystemError("couldn't get the job id");
+  }
+  // Set by slurmstepd itself (its own node name), over anything in the job's environment.
+  const auto self = job_getenv(sp, "SLURMD_NODENAME");
+  if (!self) throw SystemError("no SLURMD_NODENAME in the step's environment");
+  // squeue's field alone: scontrol's whole record also holds what the user chose (the
+  // job's name, comment, paths), which could spell another node's name.
+  std::string info;
+  if (const int rc =
+          run_slurm_tool("squeue", {"-h", "-j", std::to_string(job), "-O", "BatchHost:|"}, &info);
+      rc != 0) {
+    throw SystemError(fmt::format("squeue -j {} failed (exit {})", job, rc));
+  }
+  const std::string host = info.substr(0, info.find('|'));
+  // Not a batch job (salloc): no batch host to lose.
+  if (host.empty() || host == "n/a" || info.find('|') == std::string::npos) return;
+  node_record_name(host, job);  // a plain host name, or InputError
+  if (host == *self) return;
+  NodeLine node = load_node_line(host);
+  if (known_failed(node)) {
+    log(LogLevel::info, "job {}: batch host {} is known to Slurm as failed already", job, host);
+    return;
+  }
+  std::string why;
+  for (int i = 0; i < kTries; ++i) {
+    if (i > 0) std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    if (tcp_answers(node.address, node.port, std::chrono::seconds(1), why)) {
+      log(LogLevel::info,
+          "job {}: a task lost rank 0 or was killed, but batch host {}'s slurmd answers: not "
+          "marking it DOWN",
+          job, host);
+      return;
+    }
+  }
+  // Another node of the job may have marked it in the meantime.
+  node = load_node_line(host);
+  if (known_failed(node)) return;
+  const std::string reason = batch_host_down_reason(job, node, *self, kTries);
+  if (const int rc = run_slurm_tool(
+          "scontrol", {"update", "NodeName=" + host, "State=DOWN", "Reason=" + reason}, nullptr);
+      rc != 0) {
+    throw SystemError(
+        fmt::format("scontrol update NodeName={} State=DOWN failed (exit {})", host, rc));
+  }
+  log(LogLevel::info, "marked node {} DOWN ({}): {}", host, why, reason);
+}
+
 }  // namespace
 
 int slurmstepd_task_exit(spank_t sp) {
-  if (!drain_watched(sp)) return 0;
   int status = 0;
   if (spank_get_item(sp, S_TASK_EXIT_STATUS, &status) != ESPANK_SUCCESS) return 0;
-  if (WIFEXITED(status) && WEXITSTATUS(status) == kExitCulpritStep) step().culprit = true;
+  const bool exited = WIFEXITED(status);
+  if (exited && WEXITSTATUS(status) == kExitCulpritStep && drain_watched(sp)) {
+    step().culprit = true;
+  }
+  // A rank that lost rank 0 on another node exits with kExitLostLeader, unless
+  // slurmstepd kills it first: an MPI program that lost its peers aborts, and Slurm's
+  // PMIx plugin then kills every task of the step (SIGKILL). Either starts the check.
+  const bool lost_leader = exited && WEXITSTATUS(status) == kExitLostLeader;
+  const bool killed = WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL;
+  // At the first such task, not at the step's end: slurmstepd first tells srun of every
+  // task's end, and srun ran on the batch host (a dead host costs MessageTimeout).
+  if ((lost_leader || killed) && site_config().down_failed_batch_host && step().spec &&
+      step().refusal.empty() && !step().batch_host_checked) {
+    step().batch_host_checked = true;
+    try {
+      check_batch_host(sp);
+    } catch (const std::exception& e) {
+      // In slurmd's log; a failure here must not fail the step.
+      log(LogLevel::error, "down_failed_batch_host: {}", e.what());
+    }
+  }
   return 0;
 }
 
@@ -298,6 +428,10 @@ int slurmstepd_task_init(spank_t sp) {
   // dlrun marks the culprit of a failed step by its exit status (see core/drain.h).
   if (site_config().drain_after > 0) {
     set_task_env(sp, "DL_CULPRIT_EXIT", std::to_string(kExitCulpritStep));
+  }
+  // dlrun marks the loss of rank 0 on another node by its exit status (core/node_down.h).
+  if (site_config().down_failed_batch_host) {
+    set_task_env(sp, "DL_LOST_LEADER_EXIT", std::to_string(kExitLostLeader));
   }
   log(LogLevel::debug, "checkpoint directory {} ready, {} DL_* variables set", spec.ckpt_dir,
       spec.to_env().size());

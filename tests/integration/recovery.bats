@@ -8,13 +8,19 @@
 load helpers
 load reference
 
-setup_file() { reference_setup_file; }
+setup_file() {
+  reference_setup_file
+  # For the PyTorch DDP example.
+  export PYTHONPATH=$DL_ROOT/python DL_CKPT_LIB=$DL_BUILD_DIR/ckpt/.libs/libdlckpt.so.0
+}
 
 setup() { cd "$BATS_TEST_TMPDIR"; }
 
 teardown() {
   [ ! -f watch.pid ] || stop_watch
   cancel_all
+  as_dltest scancel --quiet -u dltest 2>/dev/null || true
+  plugstack_restore
   restore_nodes
 }
 
@@ -135,7 +141,6 @@ stop_watch() { kill "$(cat watch.pid)" 2>/dev/null || true; }
 }
 
 @test "recovery 3: the PyTorch DDP example through one restart inside the allocation, equal to the reference" {
-  export PYTHONPATH=$DL_ROOT/python DL_CKPT_LIB=$DL_BUILD_DIR/ckpt/.libs/libdlckpt.so.0
   ref=$(torch_reference 150)
   job=$(submit -J "$(unique_name torch)" -N2 --ntasks-per-node=1 --dl-gpus=2 --dl-ckpt-every=3s \
     -o out.txt --wrap "$DLRUN /usr/bin/python3 $EXAMPLES/train_ddp.py --steps 150 --step-ms 50 --out $PWD/out.bin")
@@ -150,16 +155,22 @@ stop_watch() { kill "$(cat watch.pid)" 2>/dev/null || true; }
   [ "$(final_loss 149 "${ref%.bin}.txt")" = "$(final_loss 149 out.txt)" ]
 }
 
-@test "recovery 6: a node killed under the PyTorch DDP example: requeued without it, resumed, equal to the reference" {
-  export PYTHONPATH=$DL_ROOT/python DL_CKPT_LIB=$DL_BUILD_DIR/ckpt/.libs/libdlckpt.so.0
-  ref=$(torch_reference 150)
+# The PyTorch DDP example on two nodes under dlrun in the batch script; once it wrote a
+# checkpoint mid-run, a node is killed: the batch host with $1 = batch, the other node
+# otherwise. Sets job and victim.
+torch_node_killed() {
   job=$(submit -J "$(unique_name torch-node)" -N2 --ntasks-per-node=1 --dl-gpus=2 \
     --dl-ckpt-every=3s --open-mode=append -o out.txt \
     --wrap "$DLRUN /usr/bin/python3 $EXAMPLES/train_ddp.py --steps 150 --step-ms 50 --out $PWD/out.bin")
   # The first checkpoint is of step 0: resume from one written mid-run.
   wait_until 120 '[ "$(written)" -ge 2 ]'
-  victim=$(other_node "$job")
+  if [ "$1" = batch ]; then victim=$(job_field "$job" BatchHost); else victim=$(other_node "$job"); fi
   "$DL_ROOT/scripts/minicluster" kill-node "$victim"
+}
+
+@test "recovery 6: a node killed under the PyTorch DDP example: requeued without it, resumed, equal to the reference" {
+  ref=$(torch_reference 150)
+  torch_node_killed other
   wait_state "$job" COMPLETED 180
   grep -q "node $victim does not answer: ending the step" out.txt
   grep -q "job $job excludes node $victim and is released" out.txt
@@ -239,4 +250,73 @@ crash_on_second_node() {
   grep -q "node $victim caused the last two failures (rank 1 on $victim failed; rank 1 on $victim failed), but the job cannot be requeued without it (not a batch job): restarting on the same nodes" out.txt
   grep -q 'restart 2 inside the allocation (DL_RESTART_COUNT=2) on ' out.txt
   grep -q "done rank=1 step=20" out.txt
+}
+
+slurmd_log() { echo "$(dirname "$SLURM_CONF")/log/slurmd-$1.log"; }
+# slurm-dl's DOWN reason of node $1, if any.
+down_reason() { sinfo -h -N -n "$1" -o '%E' | sort -u | grep '^slurm-dl: ' || true; }
+
+@test "recovery 10: the batch host killed: spank_dl.so (down_failed_batch_host=yes) marks it DOWN at once, Slurm requeues the job, it resumes on the other nodes; equal to the reference" {
+  plugstack_with down_failed_batch_host=yes
+  ref=$(reference 500)
+  job=$(submit -J "$(unique_name batch-host)" -N2 --ntasks-per-node=2 --dl-gpus=4 \
+    --dl-ckpt-every=2s --open-mode=append -o out.txt \
+    --wrap "$DLRUN $DP --steps 500 --step-ms 40 --out $PWD/out.bin")
+  wait_until 90 '[ "$(written)" -ge 2 ]'
+  victim=$(job_field "$job" BatchHost)
+  other=$(other_node "$job")
+  "$DL_ROOT/scripts/minicluster" kill-node "$victim"
+  # Marked by the plugin on the other node, not by slurmctld after SlurmdTimeout (whose
+  # reason would be "Not responding", and then the plugin would leave the node alone).
+  wait_until 60 "down_reason $victim | grep -q \"^slurm-dl: job $job: batch host lost the job's ranks and its slurmd (.*) did not answer $other 3 times\$\""
+  sinfo -h -N -n "$victim" -o '%T' | grep -q '^down'
+  grep -q "marked node $victim DOWN (.*): slurm-dl: job $job: " "$(slurmd_log "$other")"
+  wait_state "$job" COMPLETED 180
+  [ "$(job_field "$job" Restarts)" = 1 ]
+  ! scontrol show hostnames "$(job_field "$job" NodeList)" | grep -qx "$victim"
+  check_against_reference "$ref" 1
+}
+
+@test "recovery 11 (hostile, as dltest): tasks exiting 78 have no node marked DOWN whose slurmd answers, nor one that is not their job's batch host" {
+  plugstack_with down_failed_batch_host=yes
+  cd /home/dltest
+  mapfile -t nodes < <(sinfo -h -N -o '%N' | sort -u)
+  [ "${#nodes[@]}" -ge 3 ]
+  first=${nodes[0]} second=${nodes[1]} dead=${nodes[2]}
+  # A node outside the job is dead (Slurm marks it after SlurmdTimeout; slurm-dl never
+  # does), and the job's name spells it as a batch host.
+  "$DL_ROOT/scripts/minicluster" kill-node "$dead"
+  job=$(as_dltest sbatch --parsable -w "$first,$second" -N2 --ntasks-per-node=1 --dl-gpus=2 \
+    -J "x BatchHost=$dead" -o /dev/null \
+    --wrap "srun sh -c 'exit 78'; srun sh -c 'kill -KILL \$\$'")
+  wait_state "$job" 'COMPLETED|FAILED' 60
+  # (job_field would read the job's name.)
+  batch=$(scontrol show job "$job" | sed -n 's/^ *BatchHost=//p')
+  [ "$batch" = "$first" ]
+  # The check ran on the other node for both steps (exit 78, SIGKILL), found the batch
+  # host's slurmd answering, and left it.
+  wait_until 20 "[ \$(grep -c \"job $job: a task lost rank 0 or was killed, but batch host $batch's slurmd answers: not marking it DOWN\" \"$(slurmd_log "$second")\") = 2 ]"
+  [ -z "$(down_reason "$first")" ]
+  [ -z "$(down_reason "$second")" ]
+  [ -z "$(down_reason "$dead")" ]
+  sinfo -h -N -n "$first" -o '%T' | grep -qv down
+  # An ordinary job (no --dl-* option) exiting 78 is not looked at.
+  plain=$(as_dltest sbatch --parsable -w "$first,$second" -N2 -o /dev/null \
+    --wrap "srun sh -c 'exit 78'")
+  wait_state "$plain" 'COMPLETED|FAILED' 60
+  sleep 2
+  ! grep -q "job $plain: " "$(slurmd_log "$second")"
+  [ -z "$(down_reason "$first")" ]
+}
+
+@test "recovery 12: the batch host of the PyTorch DDP example killed (down_failed_batch_host=yes): requeued at once, resumed on the other nodes, equal to the reference" {
+  plugstack_with down_failed_batch_host=yes
+  ref=$(torch_reference 150)
+  torch_node_killed batch
+  wait_until 60 "down_reason $victim | grep -q '^slurm-dl: job $job: batch host lost'"
+  wait_state "$job" COMPLETED 180
+  [ "$(job_field "$job" Restarts)" = 1 ]
+  ! scontrol show hostnames "$(job_field "$job" NodeList)" | grep -qx "$victim"
+  check_against_reference "$ref" 1
+  [ "$(final_loss 149 "${ref%.bin}.txt")" = "$(final_loss 149 out.txt)" ]
 }
