@@ -320,3 +320,50 @@ down_reason() { sinfo -h -N -n "$1" -o '%E' | sort -u | grep '^slurm-dl: ' || tr
   check_against_reference "$ref" 1
   [ "$(final_loss 149 "${ref%.bin}.txt")" = "$(final_loss 149 out.txt)" ]
 }
+
+# The program of rank $2 in job $1 (process name $3) stopped with SIGSTOP: a hang as a
+# stuck rank makes one, its peers blocked in their collective.
+stop_rank() {
+  local p pid=""
+  for p in $(job_pids "$1" "$3"); do
+    tr '\0' '\n' 2>/dev/null <"/proc/$p/environ" | grep -qx "RANK=$2" && pid=$p
+  done
+  [ -n "$pid" ] && kill -STOP "$pid"
+}
+# Which rank stalled first is not asserted: in lockstep data-parallel training the stopped
+# rank and its peers report the same last step (see watchdog.bats for a rank that hangs
+# a step early).
+check_hang_recovered() {
+  grep -q "rank [0-9] hung (no step for 4s, --dl-watchdog); report: .*: stopping all ranks" out.txt
+  report=$(sed -n 's/.*dlrun: error: hang report: //p' out.txt | head -n 1)
+  [ -f "$report" ]
+  grep -q "^=== rank [0-9] on .*: collected with gdb ===" "$report"
+  grep -q 'restart 1 inside the allocation' out.txt
+  [ "$(job_field "$job" Restarts)" = 0 ]
+}
+
+@test "recovery 13: a rank of the MPI trainer stopped (SIGSTOP) under --dl-watchdog: reported with stacks, restarted inside the allocation, equal to the reference" {
+  ref=$(reference 500)
+  job=$(submit -J "$(unique_name hang-mpi)" -N2 --ntasks-per-node=2 --dl-gpus=4 \
+    --dl-ckpt-every=2s --dl-watchdog=4s -o out.txt \
+    --wrap "$DLRUN $DP --steps 500 --step-ms 40 --out $PWD/out.bin")
+  wait_until 90 '[ "$(written)" -ge 2 ]'
+  stop_rank "$job" 3 dp_trainer
+  wait_state "$job" COMPLETED 180
+  check_hang_recovered
+  check_against_reference "$ref" 1
+}
+
+@test "recovery 14: a rank of the PyTorch DDP example stopped (SIGSTOP) under --dl-watchdog: reported with its Python stacks, restarted inside the allocation, equal to the reference" {
+  ref=$(torch_reference 150)
+  job=$(submit -J "$(unique_name hang-torch)" -N2 --ntasks-per-node=1 --dl-gpus=2 \
+    --dl-ckpt-every=3s --dl-watchdog=4s -o out.txt \
+    --wrap "$DLRUN /usr/bin/python3 $EXAMPLES/train_ddp.py --steps 150 --step-ms 50 --out $PWD/out.bin")
+  wait_until 120 '[ "$(written)" -ge 2 ]'
+  stop_rank "$job" 1 python3
+  wait_state "$job" COMPLETED 180
+  check_hang_recovered
+  grep -q 'train_ddp.py", line [0-9]*, in ' "$report"
+  check_against_reference "$ref" 1
+  [ "$(final_loss 149 "${ref%.bin}.txt")" = "$(final_loss 149 out.txt)" ]
+}
