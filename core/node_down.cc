@@ -49,6 +49,15 @@ bool known_failed(const NodeLine& node) {
   return false;
 }
 
+ProbeVerdict judge_probes(const std::vector<bool>& answered) {
+  if (answered.empty()) return ProbeVerdict::undecided;
+  const bool last = answered.back();
+  int run = 0;
+  for (auto it = answered.rbegin(); it != answered.rend() && *it == last; ++it) ++run;
+  if (last) return run >= kAliveAfterAnswers ? ProbeVerdict::alive : ProbeVerdict::undecided;
+  return run >= kDeadAfterMisses ? ProbeVerdict::dead : ProbeVerdict::undecided;
+}
+
 std::string batch_host_down_reason(std::uint32_t job, const NodeLine& node, std::string_view from,
                                    int tries) {
   return fmt::format(

@@ -35,6 +35,17 @@ NodeLine parse_node_line(std::string_view text);
 // Whether slurmctld knows the node has failed already: DOWN or NOT_RESPONDING.
 bool known_failed(const NodeLine& node);
 
+// What connections to a node's slurmd, half a second apart, say about it (`answered`:
+// whether each was accepted, oldest first). Dead after kDeadAfterMisses misses in a row,
+// alive after kAliveAfterAnswers answers in a row; undecided until then. One answer is not
+// enough: a node killed a moment ago can still accept a connection while its processes
+// die. The caller stops after kMaxProbes and takes an undecided node for alive.
+enum class ProbeVerdict { undecided, alive, dead };
+inline constexpr int kDeadAfterMisses = 3;
+inline constexpr int kAliveAfterAnswers = 2;
+inline constexpr int kMaxProbes = 8;
+ProbeVerdict judge_probes(const std::vector<bool>& answered);
+
 // scontrol's Reason for the node: "slurm-dl: job 4711: batch host lost the job's ranks
 // and its slurmd (127.0.0.1:6818) did not answer n2 3 times".
 std::string batch_host_down_reason(std::uint32_t job, const NodeLine& node, std::string_view from,

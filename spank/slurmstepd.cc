@@ -326,11 +326,11 @@ NodeLine load_node_line(const std::string& node) {
 // down_failed_batch_host: a task of this step exited with kExitLostLeader (its dlrun lost
 // rank 0 on another node) or was killed. That proves nothing (a program can exit with
 // it, a step is killed for many reasons); what counts is slurmctld's word for the job's
-// batch host and whether its slurmd answers this node: three connections refused or
-// unanswered, half a second apart, mark it DOWN, with a reason naming the job, the node
-// and the evidence. Slurm then requeues the job at once instead of after SlurmdTimeout.
+// batch host and whether its slurmd answers this node: three connections in a row
+// refused or unanswered, half a second apart (core/node_down.h), mark it DOWN, with a
+// reason naming the job, the node and the evidence. Slurm then requeues the job at once
+// instead of after SlurmdTimeout.
 void check_batch_host(spank_t sp) {
-  constexpr int kTries = 3;
   std::uint32_t job = 0;
   if (spank_get_item(sp, S_JOB_ID, &job) != ESPANK_SUCCESS) {
     throw SystemError("couldn't get the job id");
@@ -357,20 +357,25 @@ void check_batch_host(spank_t sp) {
     return;
   }
   std::string why;
-  for (int i = 0; i < kTries; ++i) {
-    if (i > 0) std::this_thread::sleep_for(std::chrono::milliseconds(500));
-    if (tcp_answers(node.address, node.port, std::chrono::seconds(1), why)) {
-      log(LogLevel::info,
-          "job {}: a task lost rank 0 or was killed, but batch host {}'s slurmd answers: not "
-          "marking it DOWN",
-          job, host);
-      return;
-    }
+  std::vector<bool> answered;
+  ProbeVerdict verdict = ProbeVerdict::undecided;
+  while (verdict == ProbeVerdict::undecided &&
+         answered.size() < static_cast<std::size_t>(kMaxProbes)) {
+    if (!answered.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    answered.push_back(tcp_answers(node.address, node.port, std::chrono::seconds(1), why));
+    verdict = judge_probes(answered);
+  }
+  if (verdict != ProbeVerdict::dead) {
+    log(LogLevel::info,
+        "job {}: a task lost rank 0 or was killed, but batch host {}'s slurmd answers: not "
+        "marking it DOWN",
+        job, host);
+    return;
   }
   // Another node of the job may have marked it in the meantime.
   node = load_node_line(host);
   if (known_failed(node)) return;
-  const std::string reason = batch_host_down_reason(job, node, *self, kTries);
+  const std::string reason = batch_host_down_reason(job, node, *self, kDeadAfterMisses);
   if (const int rc = run_slurm_tool(
           "scontrol", {"update", "NodeName=" + host, "State=DOWN", "Reason=" + reason}, nullptr);
       rc != 0) {

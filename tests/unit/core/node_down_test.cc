@@ -34,6 +34,23 @@ TEST(NodeDown, RejectsAnythingElse) {
   }
 }
 
+TEST(NodeDown, ProbesJudgeByTheLastRunOfAnswersOrMisses) {
+  using V = ProbeVerdict;
+  EXPECT_EQ(judge_probes({}), V::undecided);
+  EXPECT_EQ(judge_probes({false}), V::undecided);
+  EXPECT_EQ(judge_probes({false, false}), V::undecided);
+  EXPECT_EQ(judge_probes({false, false, false}), V::dead);
+  EXPECT_EQ(judge_probes({true}), V::undecided);
+  EXPECT_EQ(judge_probes({true, true}), V::alive);
+  // A dying node: its slurmd still accepted the first connection.
+  EXPECT_EQ(judge_probes({true, false}), V::undecided);
+  EXPECT_EQ(judge_probes({true, false, false, false}), V::dead);
+  // A miss among answers (a slurmd busy for a moment) does not count against it.
+  EXPECT_EQ(judge_probes({false, false, true}), V::undecided);
+  EXPECT_EQ(judge_probes({false, false, true, true}), V::alive);
+  EXPECT_EQ(judge_probes({false, true, false, false}), V::undecided);
+}
+
 TEST(NodeDown, TheReasonNamesTheJobTheNodesAndTheEvidence) {
   EXPECT_EQ(batch_host_down_reason(4711, parse_node_line("127.0.0.1|6818|mixed|"), "n2", 3),
             "slurm-dl: job 4711: batch host lost the job's ranks and its slurmd "
