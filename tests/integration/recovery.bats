@@ -367,3 +367,21 @@ check_hang_recovered() {
   check_against_reference "$ref" 1
   [ "$(final_loss 149 "${ref%.bin}.txt")" = "$(final_loss 149 out.txt)" ]
 }
+
+@test "recovery 15: the batch host killed under srun dlrun (examples/dp_trainer.sbatch, down_failed_batch_host=yes): marked DOWN, requeued by Slurm at once, resumed; equal to the reference" {
+  plugstack_with down_failed_batch_host=yes
+  ref=$(reference 500)
+  job=$(submit --export="ALL,DP_TRAINER=$DP,PATH=$DL_BUILD_DIR/launcher:$PATH" \
+    -J "$(unique_name batch-host-srun)" --dl-ckpt-every=2s -o out.txt --open-mode=append \
+    "$EXAMPLES/dp_trainer.sbatch" --steps 500 --step-ms 40 --out "$PWD/out.bin")
+  wait_until 90 '[ "$(written)" -ge 2 ]'
+  victim=$(job_field "$job" BatchHost)
+  "$DL_ROOT/scripts/minicluster" kill-node "$victim"
+  # Rank 1 (on the other node) stands in for rank 0 but leaves a lost batch host's job to
+  # Slurm; the plugin there marks the node DOWN.
+  wait_until 60 "down_reason $victim | grep -q '^slurm-dl: job $job: batch host lost'"
+  wait_state "$job" COMPLETED 180
+  [ "$(job_field "$job" Restarts)" = 1 ]
+  ! scontrol show hostnames "$(job_field "$job" NodeList)" | grep -qx "$victim"
+  check_against_reference "$ref" 1
+}
