@@ -920,20 +920,24 @@ class Driver {
     }
   }
 
-  // `op`'s job runs and its trial waits for the decision after its rung (its marker):
-  // feeds the rung's end to the searcher (in_job) once its metric and checkpoint of the
-  // rung's last step are in the store, and tells the trial "end" unless the searcher's
-  // decision is to continue it (carried out by execute: continue_in_job). True once fed.
+  // `op`'s job runs and its trial waits for the decision after its rung (its marker).
+  // Once the rung's metric and checkpoint are in the store, the searcher's decision for
+  // the slot the rung frees is taken on a copy of it: when it is to continue this trial in
+  // its job (and the job's time left covers the rung), the rung's end is fed (journaled)
+  // and execute carries the continuation out (continue_in_job). Otherwise the trial is
+  // told "end" and nothing is fed: its job ends as without continuation, and that end is
+  // the rung's end, as before (the slot is free once the job is off its GPUs). True once
+  // fed.
   bool rung_done_in_job(const Op& op, const std::string& job, bool search_runs) {
     if (decisions_.empty()) return false;
     const std::string path = decision_path(decisions_, op.trial, job, op.rung);
     if (file_type(path + ".wait") != FileType::file || file_type(path) == FileType::file) {
-      return false;  // not waiting, or decided already (the trial's own "end": it exits)
+      return false;  // not waiting, or decided already
     }
     const Trial* t = searcher_.find(op.trial);
     if (!search_runs || t == nullptr || t->pause != Pause::none ||
         static_cast<std::size_t>(op.rung) + 1 >= searcher_.rungs().size()) {
-      decide(path, "end\n");  // ends as without continuation
+      decide(path, "end\n");
       return false;
     }
     std::optional<double> value;
@@ -948,12 +952,37 @@ class Driver {
                                       !c["path"].get<std::string>().empty());
     }
     if (!value || !checkpointed) return false;  // not in the store yet: the next poll
+    const Event reported{Event::Kind::reported, op.trial, op.budget - 1, *value, ""};
     Event finished{Event::Kind::finished, op.trial, 0, 0, ""};
     finished.in_job = true;
-    const std::size_t before = ops_.size();
-    feed({{Event::Kind::reported, op.trial, op.budget - 1, *value, ""}, finished});
-    if (ops_.size() == before || !ops_[before].in_job) decide(path, "end\n");
+    Searcher what_if = searcher_;
+    what_if.handle(reported);
+    const std::vector<Op> next = what_if.handle(finished);
+    if (next.empty() || !next.front().in_job || !why_not_continue(next.front(), job).empty()) {
+      decide(path, "end\n");
+      return false;
+    }
+    feed({reported, finished});
     return true;
+  }
+
+  // Why the job of `op`'s trial cannot run `op` (the next rung) itself: it no longer runs,
+  // or its time left does not cover the rung's steps and the warning time; "" if it can.
+  std::string why_not_continue(const Op& op, const std::string& job) {
+    const auto& rungs = searcher_.rungs();
+    const std::int64_t from = rungs[static_cast<std::size_t>(op.rung - 1)];
+    double left = -1;
+    const Output o = run_command({"squeue", "-h", "-j", job, "-t", "RUNNING", "-o", "%L"});
+    if (o.status == 0) left = parse_time_left(trim(o.out));
+    const double step =
+        e_.step_seconds > 0
+            ? e_.step_seconds
+            : measured_step_seconds(op.trial, op.rung >= 2 ? rungs[op.rung - 2] : 0, from - 1);
+    const double warning = warning_seconds(e_).value_or(-1);
+    if (continuation_fits(left, op.budget - from, step, warning)) return "";
+    return left < 0 ? std::string("its job is not running")
+                    : fmt::format("{:.0f} s left in its job; the rung needs {:.0f} s", left,
+                                  static_cast<double>(op.budget - from) * step + warning);
   }
 
   // Seconds per step of `trial`'s steps before `step` (from its metrics' times), or -1.
@@ -981,25 +1010,11 @@ class Driver {
       }
     }
     if (job.empty() || decisions_.empty() || op.rung < 1) return submit(op);
-    const auto& rungs = searcher_.rungs();
-    const std::int64_t from = rungs[static_cast<std::size_t>(op.rung - 1)];
     const std::string path = decision_path(decisions_, op.trial, job, op.rung - 1);
     std::string why;
     if (file_type(path) != FileType::file) {
-      double left = -1;
-      const Output o = run_command({"squeue", "-h", "-j", job, "-t", "RUNNING", "-o", "%L"});
-      if (o.status == 0) left = parse_time_left(trim(o.out));
-      const double step =
-          e_.step_seconds > 0
-              ? e_.step_seconds
-              : measured_step_seconds(op.trial, op.rung >= 2 ? rungs[op.rung - 2] : 0, from - 1);
-      const double warning = warning_seconds(e_).value_or(-1);
-      if (!continuation_fits(left, op.budget - from, step, warning)) {
-        why = left < 0 ? "its job is not running"
-                       : fmt::format("{:.0f} s left in its job; the rung needs {:.0f} s", left,
-                                     static_cast<double>(op.budget - from) * step + warning);
-        decide(path, "end\n");
-      }
+      why = why_not_continue(op, job);
+      if (!why.empty()) decide(path, "end\n");
     }
     if (why.empty()) {
       // The intent first: a driver killed after the decision finds the job by it.
