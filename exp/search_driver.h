@@ -14,11 +14,12 @@
 // In-job continuation (asha, continue_in_job): a trial that has ended its rung (metric and
 // checkpoint recorded) writes a marker `<trial>.<job>.r<rung>.wait` into the experiment's
 // continue/ directory and waits a bounded time for the decision file `<trial>.<job>.r<rung>`
-// beside it. The driver feeds the rung's end to the searcher (a finished event with in_job,
-// journaled like any event); if the searcher's decision for the freed slot is this trial's
-// next rung, the driver records an intent naming the job, then creates the decision file
-// "continue <rung> <budget>" and records the job as that operation's; otherwise it creates
-// "end". Either party creates the file with link(2), so exactly one decision holds: a
+// beside it. The driver takes the searcher's decision for the slot the rung frees on a
+// copy of the searcher; if it is this trial's next rung (and the job's time left covers
+// it), it feeds the rung's end (a finished event with in_job, journaled like any event),
+// records an intent naming the job, then creates the decision file "continue <rung>
+// <budget>" and records the job as that operation's. Otherwise it creates "end" and feeds
+// nothing: the job ends as without continuation. Either party creates the file with link(2), so exactly one decision holds: a
 // trial that gave up waiting creates "end" itself, and the driver then submits the rung as
 // a new job. A restarted driver reads the decision file of an intent it had not
 // completed. A requeued job reads the chain of decision files of its job to find its rung.
