@@ -660,3 +660,58 @@ for path in glob.glob(sys.argv[1] + "/search.*.jsonl"):
 assert fin == 3, fin  # rungs 0, 1 and 2, each once
 EOF
 }
+
+@test "search 14: a trial paused while it continues in its job is requeued held, resumed, and goes on from its checkpoint at its rung (the decisions of its job)" {
+  # One trial, rungs of 8, 16 and 32 steps at 0.2 s: it continues to rung 2 in its job,
+  # is paused there (dlrun's checkpoint, requeued held), resumed: the same job, requeued
+  # with the first rung's DL_MAX_STEPS, finds rung 2's budget through its decisions.
+  cat >cont.yaml <<EOF
+name: $EXP
+trial:
+  command: srun --mpi=pmix dlrun /usr/bin/python3 $DL_ROOT/examples/search_trainer.py --step-ms 200
+  sbatch: [--partition=low, --ntasks=1, --dl-grace=30s, --dl-max-restarts=0]
+hyperparameters:
+  lr: {type: log, minval: 0.001, maxval: 1.0}
+searcher:
+  name: asha
+  asha_mode: stopping
+  metric: loss
+  budget: 32
+  max_rungs: 3
+  max_trials: 1
+  max_concurrent_trials: 1
+  max_restarts: 0
+EOF
+  export DL_SEARCH_WAIT=30
+  dl-search submit cont.yaml 2>driver.txt &
+  echo $! >driver.pid
+  wait_until 60 'reached t001 18' || { cat driver.txt; false; }
+  job=$(job_of t001)
+  grep -q "t001: job $job continues (to rung 2, 32 steps" driver.txt
+  dl-search pause "$EXP" t001
+  wait_until 60 '[ "$(job_field "$job" JobState)" = PENDING ] && [ "$(job_field "$job" Reason)" = job_requeued_in_held_state ]' ||
+    { cat driver.txt; scontrol show job "$job"; false; }
+  wait_until 30 "grep -q 't001: job $job held; its slot is free' driver.txt"
+  dl-search resume "$EXP" t001
+  wait "$(cat driver.pid)"
+  rm driver.pid
+  cat driver.txt
+  grep -q "search '$EXP' complete; best trial t001" driver.txt
+  [ "$(job_field "$job" Restarts)" = 1 ]
+  [ "$(squeue -h --states=all --me -o %j | grep -c "^dls\.$EXP\.t001\.")" = 1 ]
+  dl-search status "$EXP" --json | check_json '
+t1 = [o for o in d["operations"] if o["trial"] == "t001" and o["kind"] in ("create", "resume")]
+assert [(o["rung"], o["continued"]) for o in t1] == [(0, False), (1, True), (2, True)], t1
+t = d["trials"][0]
+assert t["state"] == "completed" and sorted(t["rung_values"]) == ["0", "1", "2"], t'
+  # Every step 0..31 once; the second run resumed from its checkpoint in rung 2, to 32.
+  dl-exp metrics "$EXP" --json | check_json '
+s = sorted(m["step"] for m in d["metrics"] if m["name"] == "loss")
+assert s == list(range(32)), s'
+  dl-exp show "$EXP" --json | check_json '
+ev = [e for e in d["events"] if e["kind"] == "run_started"]
+assert len(ev) == 2 and ev[1]["reason"].startswith("resumed from "), ev
+ck = {c["path"]: c["step"] for t in d["trials"] for c in t["checkpoints"]}
+assert 16 <= ck[ev[1]["reason"][len("resumed from "):]] < 31, (ev, ck)'
+  grep -q "budget 32 .* resumed from" "$DL_EXP_ROOT/$EXP/logs/t001.$job.out"
+}
