@@ -11,7 +11,8 @@
 # kill -9; only the owner may; `dl-exp plot` and `dl-exp serve`'s page mark the rungs;
 # asha_mode: stopping; a paused trial gives its slot of max_concurrent_trials back, and a
 # resumed one waits for a free slot; a trial promoted as its job ends a rung continues in
-# that job (no new job, no resume), also across a driver kill -9 right after the decision.
+# that job (no new job, no resume), also across a driver kill -9 right after the decision,
+# and paused while it continues it is requeued held and resumed at its rung.
 
 load helpers
 
