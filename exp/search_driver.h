@@ -19,10 +19,11 @@
 // it), it feeds the rung's end (a finished event with in_job, journaled like any event),
 // records an intent naming the job, then creates the decision file "continue <rung>
 // <budget>" and records the job as that operation's. Otherwise it creates "end" and feeds
-// nothing: the job ends as without continuation. Either party creates the file with link(2), so exactly one decision holds: a
-// trial that gave up waiting creates "end" itself, and the driver then submits the rung as
-// a new job. A restarted driver reads the decision file of an intent it had not
-// completed. A requeued job reads the chain of decision files of its job to find its rung.
+// nothing: the job ends as without continuation. Either party creates the file with
+// link(2), so exactly one decision holds: a trial that gave up waiting creates "end"
+// itself, and the driver then submits the rung as a new job. A restarted driver reads the
+// decision file of an intent it had not completed. A requeued job reads the chain of
+// decision files of its job to find its rung.
 #pragma once
 
 #include <cstdint>
