@@ -18,6 +18,8 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "client/channel.h"
 #include "client/journal.h"
@@ -292,17 +294,130 @@ std::string hparams_json() {
   return text;
 }
 
-std::optional<std::int64_t> max_steps() {
+namespace {
+
+std::string env_or_empty(const char* name) {
+  const char* v = std::getenv(name);
+  return v == nullptr ? std::string() : std::string(v);
+}
+
+// The words of a dl-search decision file ("continue RUNG BUDGET" or "end"), or none.
+std::vector<std::string> read_decision(const std::string& path) {
+  std::vector<std::string> words;
+  FILE* f = std::fopen(path.c_str(), "re");
+  if (f == nullptr) return words;
+  char buf[128];
+  const std::size_t n = std::fread(buf, 1, sizeof buf - 1, f);
+  std::fclose(f);
+  buf[n] = '\0';
+  std::string w;
+  for (std::size_t i = 0; i <= n; ++i) {
+    if (i == n || std::isspace(static_cast<unsigned char>(buf[i]))) {
+      if (!w.empty()) words.push_back(w);
+      w.clear();
+    } else {
+      w += buf[i];
+    }
+  }
+  return words;
+}
+
+// <DL_SEARCH_DECISIONS>/<trial>.<job>.r<rung>, or "" without them.
+std::string decision_path(long long rung) {
+  const std::string dir = env_or_empty("DL_SEARCH_DECISIONS");
+  const std::string trial = env_or_empty("DL_SEARCH_TRIAL");
+  const std::string job = env_or_empty("SLURM_JOB_ID");
+  if (dir.empty() || trial.empty() || job.empty() || rung < 0) return "";
+  return dir + "/" + trial + "." + job + ".r" + std::to_string(rung);
+}
+
+bool is_continue(const std::vector<std::string>& w) { return w.size() == 3 && w[0] == "continue"; }
+
+// (rung, budget) of this run, followed along the decisions to continue in this job.
+std::pair<long long, long long> rung_and_budget() {
   const char* text = std::getenv("DL_MAX_STEPS");
-  if (text == nullptr || *text == '\0') return std::nullopt;
+  if (text == nullptr || *text == '\0') return {-1, 0};
   char* end = nullptr;
   errno = 0;
-  const long long v = std::strtoll(text, &end, 10);
-  if (errno != 0 || *end != '\0' || v < 1) {
+  long long budget = std::strtoll(text, &end, 10);
+  if (errno != 0 || *end != '\0' || budget < 1) {
     throw std::invalid_argument(std::string("dl: DL_MAX_STEPS=") + text +
                                 ": expected a whole number of steps >= 1");
   }
-  return v;
+  const std::string r = env_or_empty("DL_SEARCH_RUNG");
+  long long rung =
+      !r.empty() && r.find_first_not_of("0123456789") == std::string::npos ? std::stoll(r) : -1;
+  for (;;) {
+    const std::string path = decision_path(rung);
+    if (path.empty()) break;
+    const auto w = read_decision(path);
+    if (!is_continue(w)) break;
+    rung = std::stoll(w[1]);
+    budget = std::stoll(w[2]);
+  }
+  return {rung, budget};
+}
+
+}  // namespace
+
+std::optional<std::int64_t> max_steps() {
+  const auto [rung, budget] = rung_and_budget();
+  if (budget < 1) return std::nullopt;
+  return budget;
+}
+
+std::optional<std::int64_t> next_max_steps() {
+  const auto [rung, budget] = rung_and_budget();
+  const std::string path = decision_path(rung);
+  if (budget < 1 || path.empty()) return std::nullopt;
+  long long last = 0;
+  const std::string rungs = env_or_empty("DL_SEARCH_RUNGS");
+  for (std::size_t a = 0; a < rungs.size();) {
+    const std::size_t b = std::min(rungs.find(',', a), rungs.size());
+    last = std::atoll(rungs.substr(a, b - a).c_str());
+    a = b + 1;
+  }
+  if (last <= budget) return std::nullopt;
+  const std::string rank = env_or_empty("RANK");
+  if (rank.empty() || rank == "0") {
+    const std::string tmp = path + ".wait." + std::to_string(::getpid());
+    if (FILE* f = std::fopen(tmp.c_str(), "we")) {
+      std::fprintf(f, "%lld\n", budget - 1);
+      std::fclose(f);
+      ::rename(tmp.c_str(), (path + ".wait").c_str());
+    }
+  }
+  const std::string wait = env_or_empty("DL_SEARCH_WAIT");
+  const auto limit = std::chrono::steady_clock::now() +
+                     std::chrono::milliseconds(static_cast<long long>(
+                         1000 * (wait.empty() ? 3.0 : std::atof(wait.c_str()))));
+  auto words = read_decision(path);
+  while (words.empty() && std::chrono::steady_clock::now() < limit) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    words = read_decision(path);
+  }
+  if (words.empty()) {
+    // No decision in time: "end", unless the driver's came first (link is atomic).
+    const std::string tmp = path + ".end." + std::to_string(::getpid());
+    const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd >= 0) {
+      const char end_text[] = "end\n";
+      if (::write(fd, end_text, sizeof end_text - 1) < 0) {
+      }
+      ::fsync(fd);
+      ::close(fd);
+      if (::link(tmp.c_str(), path.c_str()) != 0 && errno != EEXIST) {
+        ::unlink(tmp.c_str());
+        return std::nullopt;
+      }
+      ::unlink(tmp.c_str());
+    }
+    words = read_decision(path);
+  }
+  if (!is_continue(words)) return std::nullopt;
+  ::setenv("DL_SEARCH_RUNG", words[1].c_str(), 1);
+  ::setenv("DL_MAX_STEPS", words[2].c_str(), 1);
+  return std::stoll(words[2]);
 }
 
 void checkpoint_done(std::int64_t step) {

@@ -8,8 +8,9 @@ dl-search runs it once per rung of each trial it keeps: DL_MAX_STEPS (slurm_dl.m
 is the rung's budget, DL_HPARAMS (slurm_dl.hparams()) the trial's hyperparameters. It
 resumes from slurm_dl.resume_path() (dlrun finds it: a promoted trial's job gets
 --dl-resume-from=<its own newest checkpoint>), reports "loss" every step, checkpoints
-when dlrun asks (preemption) and at the end of its budget, and exits, giving its GPUs
-back. The curve: lr near 0.1 and width 4 learn best; "tanh" starts fast and plateaus
+when dlrun asks (preemption) and at the end of its budget, then asks dl-search whether
+it continues to the next rung in this job (slurm_dl.next_max_steps(): asha promoted it
+at once) and trains on from memory if so; otherwise it exits, giving its GPUs back. The curve: lr near 0.1 and width 4 learn best; "tanh" starts fast and plateaus
 higher (a configuration that looks good early and ends badly, which ASHA must cope with).
 
 Options: --steps N (without dl-search), --crash (exit 1 at once when hparams say
@@ -61,22 +62,32 @@ def train(loss_of, budget, step_ms=0, after_report=None):
 
     saver = ckpt.Saver()
     saved = -1
-    for step in range(first, budget):
-        if step_ms:
-            time.sleep(step_ms / 1000)
-        loss = loss_of(step)
-        total += loss
-        slurm_dl.report_step(step)
-        slurm_dl.report_metrics(step, {"loss": loss})
-        if after_report:
-            after_report(step, loss)
-        if slurm_dl.should_checkpoint():
-            saver.save(step, {"total": total})
-            slurm_dl.checkpoint_done(step)
-            saved = step
-    if budget - 1 > saved and budget > first:
-        saver.save(budget - 1, {"total": total})
-        slurm_dl.checkpoint_done(budget - 1)
+    step = first
+    while True:
+        for step in range(step, budget):
+            if step_ms:
+                time.sleep(step_ms / 1000)
+            loss = loss_of(step)
+            total += loss
+            slurm_dl.report_step(step)
+            slurm_dl.report_metrics(step, {"loss": loss})
+            if after_report:
+                after_report(step, loss)
+            if slurm_dl.should_checkpoint():
+                saver.save(step, {"total": total})
+                slurm_dl.checkpoint_done(step)
+                saved = step
+        if budget - 1 > saved and budget > first:
+            saver.save(budget - 1, {"total": total})
+            slurm_dl.checkpoint_done(budget - 1)
+            saved = budget - 1
+        # In-job continuation: dl-search may promote this trial to its next rung at once;
+        # then it trains on from memory, in the same job, without a resume.
+        nxt = slurm_dl.next_max_steps()
+        if nxt is None:
+            break
+        print(f"continue in job from step {budget} to budget {nxt}", flush=True)
+        step, budget = budget, nxt
     saver.close()
     return total
 
@@ -92,6 +103,7 @@ def main():
         print("crash: true in the hyperparameters; failing", flush=True)
         sys.exit(1)
     total = train(lambda step: loss_at(hp, step), budget, args.step_ms)
+    budget = slurm_dl.max_steps() or budget  # the last rung this job ran
     print(f"done at step {budget - 1} loss {loss_at(hp, budget - 1):.6f} total {total[0]:.6f}",
           flush=True)
 

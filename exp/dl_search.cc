@@ -14,6 +14,8 @@
 #include <iostream>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "core/error.h"
 #include "core/sysio.h"
@@ -46,9 +48,28 @@ void print_status(const json& s) {
                                 ? (s["control"] == "stopped" ? "stopped" : "complete")
                                 : s["control"].get<std::string>();
   std::printf("  STATE %s\n", state.c_str());
-  std::printf("%-6s %-10s %-5s %-9s %-30s %s\n", "TRIAL", "STATE", "RUNG", "RESTARTS", "VALUES",
-              "HPARAMS");
+  std::printf("%-6s %-10s %-5s %-9s %-16s %-30s %s\n", "TRIAL", "STATE", "RUNG", "RESTARTS", "JOBS",
+              "VALUES", "HPARAMS");
   for (const auto& t : s["trials"]) {
+    // Its jobs and the rungs each ran, "5:0-1 9:2": job 5 ran rungs 0 and 1 (the second
+    // continued in the job), job 9 rung 2.
+    std::vector<std::pair<std::string, std::pair<int, int>>> jobs;
+    for (const auto& o : s["operations"]) {
+      if (o["trial"] != t["id"] || (o["kind"] != "create" && o["kind"] != "resume")) continue;
+      const std::string job = o["job"].get<std::string>();
+      if (job.empty()) continue;
+      const int rung = o["rung"].get<int>();
+      if (!jobs.empty() && jobs.back().first == job) {
+        jobs.back().second.second = rung;
+      } else {
+        jobs.push_back({job, {rung, rung}});
+      }
+    }
+    std::string job_text;
+    for (const auto& [job, r] : jobs) {
+      job_text += (job_text.empty() ? "" : " ") + job + ":" + std::to_string(r.first) +
+                  (r.second != r.first ? "-" + std::to_string(r.second) : "");
+    }
     std::string values;
     for (const auto& [rung, v] : t["rung_values"].items()) {
       values += (values.empty() ? "" : " ") + rung + ":" + fmt::format("{:.4g}", v.get<double>());
@@ -64,9 +85,10 @@ void print_status(const json& s) {
         state = "paused";  // requested; the driver has not seen it yet
       }
     }
-    std::printf("%-6s %-10s %-5d %-9d %-30s %s\n", t["id"].get<std::string>().c_str(),
+    std::printf("%-6s %-10s %-5d %-9d %-16s %-30s %s\n", t["id"].get<std::string>().c_str(),
                 state.c_str(), t["rung"].get<int>(), t["restarts"].get<int>(),
-                values.empty() ? "-" : values.c_str(), t["hparams"].dump().c_str());
+                job_text.empty() ? "-" : job_text.c_str(), values.empty() ? "-" : values.c_str(),
+                t["hparams"].dump().c_str());
   }
   std::printf("BEST %s\n",
               s["best"].get<std::string>().empty() ? "-" : s["best"].get<std::string>().c_str());

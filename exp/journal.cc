@@ -85,6 +85,7 @@ std::optional<std::string> state_after(const std::string& kind) {
       {"held", "paused"},         {"completed", "completed"},
       {"failed", "failed"},       {"stopped", "stopped"},
       {"submitted", "pending"},   {"paused", "paused"},
+      {"continued", "running"},  // dl-search: the job runs on to the next rung
   };
   const auto it = states.find(kind);
   if (it == states.end()) return std::nullopt;

@@ -81,6 +81,15 @@ class Reader {
     return v;
   }
 
+  bool flag(const YAML::Node& n, const std::string& where) const {
+    const std::string s = n.IsScalar() ? n.as<std::string>() : std::string("?");
+    if (n.IsScalar() && n.Tag() != "!") {
+      if (s == "true" || s == "True" || s == "yes") return true;
+      if (s == "false" || s == "False" || s == "no") return false;
+    }
+    fail(n, fmt::format("{}: expected true or false, not '{}'", where, s));
+  }
+
   nlohmann::json scalar_json(const YAML::Node& n, const std::string& where) const {
     if (!n.IsScalar()) fail(n, where + ": expected a number, a string or a boolean");
     const std::string s = n.as<std::string>();
@@ -217,7 +226,7 @@ Experiment parse_experiment(const std::string& file, const std::string& text) {
   const YAML::Node s = doc["searcher"];
   r.only(s, "searcher",
          {"name", "metric", "mode", "max_trials", "max_concurrent_trials", "divisor", "max_rungs",
-          "budget", "seed", "max_restarts", "asha_mode"});
+          "budget", "seed", "max_restarts", "asha_mode", "continue_in_job"});
   Config& c = e.searcher;
   if (!s["name"]) r.fail(s, "searcher.name is missing (asha, random or grid)");
   const std::string name = r.text(s["name"], "searcher.name");
@@ -240,6 +249,13 @@ Experiment parse_experiment(const std::string& file, const std::string& text) {
       r.fail(s["asha_mode"], fmt::format("searcher.asha_mode: only for asha, not {}", name));
     }
     c.asha_mode = m == "stopping" ? AshaMode::stopping : AshaMode::promotion;
+  }
+  if (s["continue_in_job"]) {
+    c.continue_in_job = r.flag(s["continue_in_job"], "searcher.continue_in_job");
+    if (c.algorithm != Algorithm::asha) {
+      r.fail(s["continue_in_job"],
+             fmt::format("searcher.continue_in_job: only for asha (its rungs), not {}", name));
+    }
   }
   if (!s["metric"]) r.fail(s, "searcher.metric is missing (the metric the trials report)");
   c.metric = r.text(s["metric"], "searcher.metric");
@@ -326,7 +342,8 @@ nlohmann::json to_json(const Experiment& e) {
             {"budget", c.budget},
             {"seed", c.seed},
             {"max_restarts", c.max_restarts},
-            {"asha_mode", asha_mode_name(c.asha_mode)}}}};
+            {"asha_mode", asha_mode_name(c.asha_mode)},
+            {"continue_in_job", c.continue_in_job}}}};
 }
 
 Experiment experiment_from_json(const nlohmann::json& j) {
@@ -371,12 +388,13 @@ Experiment experiment_from_json(const nlohmann::json& j) {
   // Absent in searches begun before it: promotion, the only mode then.
   c.asha_mode = s.value("asha_mode", std::string("promotion")) == "stopping" ? AshaMode::stopping
                                                                              : AshaMode::promotion;
+  // Absent in searches begun before it: every rung a job of its own, as they began.
+  c.continue_in_job = s.value("continue_in_job", false);
   validate(c);
   return e;
 }
 
-std::optional<std::int64_t> rung_time_min(const Experiment& e, std::int64_t steps) {
-  if (!(e.step_seconds > 0) || steps <= 0) return std::nullopt;
+std::optional<double> warning_seconds(const Experiment& e) {
   std::chrono::seconds grace(120);  // the SPANK plugin's default_grace
   const std::string key = "--dl-grace";
   for (std::size_t i = 0; i < e.sbatch.size(); ++i) {
@@ -394,8 +412,14 @@ std::optional<std::int64_t> rung_time_min(const Experiment& e, std::int64_t step
       return std::nullopt;  // sbatch rejects it with the SPANK plugin's message
     }
   }
-  const double seconds =
-      static_cast<double>(steps) * e.step_seconds + static_cast<double>(grace.count() + 30);
+  return static_cast<double>(grace.count() + 30);
+}
+
+std::optional<std::int64_t> rung_time_min(const Experiment& e, std::int64_t steps) {
+  if (!(e.step_seconds > 0) || steps <= 0) return std::nullopt;
+  const auto warning = warning_seconds(e);
+  if (!warning) return std::nullopt;
+  const double seconds = static_cast<double>(steps) * e.step_seconds + *warning;
   return static_cast<std::int64_t>(std::ceil(seconds / 60.0));
 }
 

@@ -31,6 +31,10 @@ struct Experiment {
 // Nothing when the file gives no step_seconds or its --dl-grace does not parse.
 std::optional<std::int64_t> rung_time_min(const Experiment& e, std::int64_t steps);
 
+// job_submit/dl's warning time in seconds (the --dl-grace of e.sbatch, else 120 s, + 30
+// s), or nothing when that --dl-grace does not parse.
+std::optional<double> warning_seconds(const Experiment& e);
+
 // Parses the YAML text of `file` (the name is used in messages only). Throws
 // dl::InputError "<file>:<line>: <reason>".
 Experiment parse_experiment(const std::string& file, const std::string& text);

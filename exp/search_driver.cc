@@ -15,6 +15,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <set>
 #include <thread>
 
@@ -160,11 +161,13 @@ std::vector<json> records_of(const std::string& path) {
 json event_json(const Event& e) {
   static const char* kinds[] = {"created", "started", "reported", "finished", "failed",
                                 "stopped", "paused",  "held",     "resumed"};
-  return {{"kind", kinds[static_cast<int>(e.kind)]},
-          {"trial", e.trial},
-          {"step", e.step},
-          {"value", e.value},
-          {"reason", e.reason}};
+  json j = {{"kind", kinds[static_cast<int>(e.kind)]},
+            {"trial", e.trial},
+            {"step", e.step},
+            {"value", e.value},
+            {"reason", e.reason}};
+  if (e.in_job) j["in_job"] = true;
+  return j;
 }
 
 Event event_of(const json& j) {
@@ -180,7 +183,59 @@ Event event_of(const json& j) {
   e.step = j.value("step", std::int64_t{0});
   e.value = j.value("value", 0.0);
   e.reason = j.value("reason", std::string());
+  e.in_job = j.value("in_job", false);
   return e;
+}
+
+// ---- in-job continuation: the decision files (search_driver.h) ----
+
+std::string decision_path(const std::string& dir, const std::string& trial, const std::string& job,
+                          int rung) {
+  return join(dir, fmt::format("{}.{}.r{}", trial, job, rung));
+}
+
+// Creates the decision file `path` with `text` unless it exists (link(2): atomic, so the
+// driver's "continue" and a trial's own "end" never both hold); returns the decision that
+// holds.
+std::string decide(const std::string& path, const std::string& text) {
+  const std::string tmp = fmt::format("{}.tmp.{}.{}", path, ::getpid(), random_hex());
+  {
+    Fd fd = open_file(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    write_all_at(fd, text.data(), text.size(), 0);
+    fsync_fd(fd);
+  }
+  const int rc = ::link(tmp.c_str(), path.c_str());
+  const int err = errno;
+  ::unlink(tmp.c_str());
+  if (rc != 0 && err != EEXIST) {
+    throw SystemError(fmt::format("couldn't create {}: {}", path, std::strerror(err)));
+  }
+  fsync_dir(parent_dir(path));
+  return read_file(path, 4096);
+}
+
+// squeue's %L (time left): [days-][hours:]minutes:seconds, UNLIMITED; -1 when unknown.
+double parse_time_left(const std::string& text) {
+  if (text == "UNLIMITED") return std::numeric_limits<double>::infinity();
+  double days = 0, total = 0;
+  std::string rest = text;
+  if (const auto dash = rest.find('-'); dash != std::string::npos) {
+    days = std::atof(rest.substr(0, dash).c_str());
+    rest = rest.substr(dash + 1);
+  }
+  int parts = 0;
+  std::size_t a = 0;
+  for (;;) {
+    const std::size_t b = rest.find(':', a);
+    const std::string f = rest.substr(a, b == std::string::npos ? b : b - a);
+    if (f.empty() || f.find_first_not_of("0123456789") != std::string::npos) return -1;
+    total = total * 60 + std::atof(f.c_str());
+    ++parts;
+    if (b == std::string::npos) break;
+    a = b + 1;
+  }
+  if (parts < 2 || parts > 3) return -1;
+  return days * 86400 + total;
 }
 
 std::string job_name(const std::string& experiment, const Op& op) {
@@ -327,6 +382,10 @@ Replay replay(const std::string& root, const Experiment& e, Searcher& searcher) 
         }
       } else if (what == "intent") {
         r.intent[rec.at("op").get<std::int64_t>()] = rec.value("time", 0.0);
+        if (rec.contains("continue_job")) {
+          r.in_job_intent[rec.at("op").get<std::int64_t>()] =
+              rec.at("continue_job").get<std::string>();
+        }
       } else if (what == "submitted") {
         r.jobs[rec.at("op").get<std::int64_t>()] = rec.at("job").get<std::string>();
       } else if (what == "done") {
@@ -406,11 +465,17 @@ class Driver {
     intent_ = r.intent;
     jobs_ = r.jobs;
     done_ = r.done;
+    in_job_intent_ = r.in_job_intent;
     if (r.finished) {
       say(fmt::format("search '{}' is over already", e_.name));
       return 0;
     }
     journal_ = std::make_unique<JournalWriter>(journals_dir(root_, e_.name), "search");
+    if (e_.searcher.continue_in_job && e_.searcher.algorithm == Algorithm::asha &&
+        searcher_.rungs().size() > 1) {
+      decisions_ = join(dir, "continue");
+      ensure_private_dir(decisions_, {root_});
+    }
     say(fmt::format("search '{}': {} trial(s) so far, {} operation(s) replayed", e_.name,
                     searcher_.trials().size(), ops_.size()));
     reconcile();
@@ -425,7 +490,7 @@ class Driver {
       }
       if (control == "stopped") return stop_all();
       apply_trial_controls(now.trials);
-      watch();
+      watch(control == "running");
       // A paused search carries out only the holds of paused trials.
       if (execute(control != "running")) return 0;
       std::this_thread::sleep_for(
@@ -554,6 +619,25 @@ class Driver {
         store_.merge();
       }
       std::string job;
+      if (const auto it = in_job_intent_.find(op.index); it != in_job_intent_.end()) {
+        // A continuation: its decision file says whether the job went on.
+        const std::string path = decision_path(decisions_, op.trial, it->second, op.rung - 1);
+        if (!decisions_.empty() && file_type(path) == FileType::file &&
+            read_file(path, 4096).rfind("continue", 0) == 0) {
+          say(fmt::format("{}: job {} continues to rung {} (decided before the restart)", op.trial,
+                          it->second, op.rung));
+          append({{"kind", "search"},
+                  {"rec", "submitted"},
+                  {"op", op.index},
+                  {"job", it->second},
+                  {"in_job", true}});
+          jobs_[op.index] = it->second;
+        } else {
+          intent_.erase(op.index);  // not continued (yet): execute decides again
+          in_job_intent_.erase(op.index);
+        }
+        continue;
+      }
       for (const auto& entry : q) {
         if (entry.name == job_name(e_.name, op)) job = entry.job;
       }
@@ -611,8 +695,14 @@ class Driver {
             say(fmt::format("{}: released, runs again ({})", op.trial, op.reason));
           }
           break;
-        case Op::Kind::create:
-        case Op::Kind::resume: submit(op); break;
+        case Op::Kind::create: submit(op); break;
+        case Op::Kind::resume:
+          if (op.in_job) {
+            continue_in_job(op);
+          } else {
+            submit(op);
+          }
+          break;
         case Op::Kind::stop:
           trial_event(op.trial, "stopped", op.reason);
           append({{"kind", "search"}, {"rec", "done"}, {"op", op.index}});
@@ -674,6 +764,14 @@ class Driver {
         op.rung > 0 && static_cast<std::size_t>(op.rung) <= rungs.size() ? rungs[op.rung - 1] : 0;
     if (const auto tm = rung_time_min(e_, op.budget - first)) {
       argv.push_back(fmt::format("--time-min={}", *tm));
+      // A job that may continue to the last rung gets the time of every rung left as its
+      // limit (time_min stays one rung, for backfill); a job started with less does not
+      // continue when the next rung would not fit (continue_in_job).
+      if (!decisions_.empty()) {
+        if (const auto all = rung_time_min(e_, rungs.back() - first); all && *all > *tm) {
+          argv.push_back(fmt::format("--time={}", *all));
+        }
+      }
     }
     for (const auto& o : e_.sbatch) argv.push_back(o);
     const bool held = submit_held(op.trial);
@@ -683,9 +781,24 @@ class Driver {
     const std::vector<std::string> env = {
         "DL_HPARAMS=" + op.hparams.dump(), "DL_MAX_STEPS=" + std::to_string(op.budget),
         "DL_SEARCH_RUNG=" + std::to_string(op.rung), "DL_EXP_ROOT=" + root_};
+    std::vector<std::string> env_all = env;
+    if (!decisions_.empty()) {
+      // The trial asks whether to continue after its rung (slurm_dl.next_max_steps()),
+      // waiting a few of the driver's polls at most.
+      std::string budgets;
+      for (const auto b : rungs) budgets += (budgets.empty() ? "" : ",") + std::to_string(b);
+      env_all.push_back("DL_SEARCH_DECISIONS=" + decisions_);
+      env_all.push_back("DL_SEARCH_TRIAL=" + op.trial);
+      env_all.push_back("DL_SEARCH_RUNGS=" + budgets);
+      const char* wait = std::getenv("DL_SEARCH_WAIT");  // the driver's own: tests, slow sites
+      env_all.push_back(
+          wait != nullptr && *wait != '\0'
+              ? std::string("DL_SEARCH_WAIT=") + wait
+              : fmt::format("DL_SEARCH_WAIT={:.1f}", std::max(3.0, 6 * options_.poll_seconds)));
+    }
     append({{"kind", "search"}, {"rec", "intent"}, {"op", op.index}, {"name", name}});
     intent_[op.index] = now_seconds();
-    const Output o = run_command(argv, env);
+    const Output o = run_command(argv, env_all);
     const std::string job = trim(o.out.substr(0, o.out.find(';')));
     if (o.status != 0 || job.empty()) {
       // Not queued: the run fails like any other, within the trial's restart budget.
@@ -744,8 +857,9 @@ class Driver {
     }
   }
 
-  // The outcome of every running trial's job that has ended.
-  void watch() {
+  // The outcome of every running trial's job that has ended, or that has ended its rung
+  // and waits for the decision (continue_in_job; only while the search runs).
+  void watch(bool search_runs) {
     std::vector<std::pair<Op, std::string>> watched;
     for (const auto& t : searcher_.trials()) {
       if (t.state != TrialState::running) continue;
@@ -765,6 +879,7 @@ class Driver {
         }
       }
       if (active_state(state)) {
+        if (state == "RUNNING" && rung_done_in_job(op, job, search_runs)) continue;
         const Trial* t = searcher_.find(op.trial);
         if (state == "PENDING" && t != nullptr &&
             (t->pause == Pause::pausing || t->pause == Pause::unpausing)) {
@@ -803,6 +918,135 @@ class Driver {
                            step < 0 ? std::string("-") : std::to_string(step), op.budget)}});
       }
     }
+  }
+
+  // `op`'s job runs and its trial waits for the decision after its rung (its marker).
+  // Once the rung's metric and checkpoint are in the store, the searcher's decision for
+  // the slot the rung frees is taken on a copy of it: when it is to continue this trial in
+  // its job (and the job's time left covers the rung), the rung's end is fed (journaled)
+  // and execute carries the continuation out (continue_in_job). Otherwise the trial is
+  // told "end" and nothing is fed: its job ends as without continuation, and that end is
+  // the rung's end, as before (the slot is free once the job is off its GPUs). True once
+  // fed.
+  bool rung_done_in_job(const Op& op, const std::string& job, bool search_runs) {
+    if (decisions_.empty()) return false;
+    const std::string path = decision_path(decisions_, op.trial, job, op.rung);
+    if (file_type(path + ".wait") != FileType::file || file_type(path) == FileType::file) {
+      return false;  // not waiting, or decided already
+    }
+    const Trial* t = searcher_.find(op.trial);
+    if (!search_runs || t == nullptr || t->pause != Pause::none ||
+        static_cast<std::size_t>(op.rung) + 1 >= searcher_.rungs().size()) {
+      decide(path, "end\n");
+      return false;
+    }
+    std::optional<double> value;
+    for (const auto& m : store_.metrics(op.trial)) {
+      if (m["name"] == e_.searcher.metric && m["step"].get<std::int64_t>() == op.budget - 1) {
+        value = m["value"].get<double>();
+      }
+    }
+    bool checkpointed = false;
+    for (const auto& c : store_.checkpoints(op.trial)) {
+      checkpointed = checkpointed || (c["step"].get<std::int64_t>() == op.budget - 1 &&
+                                      !c["path"].get<std::string>().empty());
+    }
+    if (!value || !checkpointed) return false;  // not in the store yet: the next poll
+    const Event reported{Event::Kind::reported, op.trial, op.budget - 1, *value, ""};
+    Event finished{Event::Kind::finished, op.trial, 0, 0, ""};
+    finished.in_job = true;
+    Searcher what_if = searcher_;
+    what_if.handle(reported);
+    const std::vector<Op> next = what_if.handle(finished);
+    if (next.empty() || !next.front().in_job || !why_not_continue(next.front(), job).empty()) {
+      decide(path, "end\n");
+      return false;
+    }
+    feed({reported, finished});
+    return true;
+  }
+
+  // Why the job of `op`'s trial cannot run `op` (the next rung) itself: it no longer runs,
+  // or its time left does not cover the rung's steps and the warning time; "" if it can.
+  std::string why_not_continue(const Op& op, const std::string& job) {
+    const auto& rungs = searcher_.rungs();
+    const std::int64_t from = rungs[static_cast<std::size_t>(op.rung - 1)];
+    double left = -1;
+    const Output o = run_command({"squeue", "-h", "-j", job, "-t", "RUNNING", "-o", "%L"});
+    if (o.status == 0) left = parse_time_left(trim(o.out));
+    const double step =
+        e_.step_seconds > 0
+            ? e_.step_seconds
+            : measured_step_seconds(op.trial, op.rung >= 2 ? rungs[op.rung - 2] : 0, from - 1);
+    const double warning = warning_seconds(e_).value_or(-1);
+    if (continuation_fits(left, op.budget - from, step, warning)) return "";
+    return left < 0 ? std::string("its job is not running")
+                    : fmt::format("{:.0f} s left in its job; the rung needs {:.0f} s", left,
+                                  static_cast<double>(op.budget - from) * step + warning);
+  }
+
+  // Seconds per step of `trial`'s steps before `step` (from its metrics' times), or -1.
+  double measured_step_seconds(const std::string& trial, std::int64_t first, std::int64_t last) {
+    std::map<std::int64_t, double> at;
+    for (const auto& m : store_.metrics(trial)) {
+      const auto s = m["step"].get<std::int64_t>();
+      if (m["name"] == e_.searcher.metric && s >= first && s <= last) at[s] = m["time"];
+    }
+    if (at.size() < 2) return -1;
+    const auto& [s0, t0] = *at.begin();
+    const auto& [s1, t1] = *at.rbegin();
+    return (t1 - t0) / static_cast<double>(s1 - s0);
+  }
+
+  // Carries out a resume the searcher marked in_job: the job that ran the trial's previous
+  // rung goes on if it still waits and its time limit covers the rung; otherwise the rung
+  // is a new job (submit), as without continuation.
+  void continue_in_job(const Op& op) {
+    std::string job;
+    for (const auto& o : ops_) {
+      if (o.index < op.index && o.trial == op.trial &&
+          (o.kind == Op::Kind::create || o.kind == Op::Kind::resume) && jobs_.count(o.index)) {
+        job = jobs_[o.index];
+      }
+    }
+    if (job.empty() || decisions_.empty() || op.rung < 1) return submit(op);
+    const std::string path = decision_path(decisions_, op.trial, job, op.rung - 1);
+    std::string why;
+    if (file_type(path) != FileType::file) {
+      why = why_not_continue(op, job);
+      if (!why.empty()) decide(path, "end\n");
+    }
+    if (why.empty()) {
+      // The intent first: a driver killed after the decision finds the job by it.
+      append({{"kind", "search"},
+              {"rec", "intent"},
+              {"op", op.index},
+              {"name", job_name(e_.name, op)},
+              {"continue_job", job}});
+      intent_[op.index] = now_seconds();
+      in_job_intent_[op.index] = job;
+      if (decide(path, fmt::format("continue {} {}\n", op.rung, op.budget)).rfind("continue", 0) ==
+          0) {
+        // Fault injection for the tests: die like `kill -9` right after the decision,
+        // before its record: the restarted driver must take the job as this run's.
+        if (std::getenv("DL_SEARCH_KILL_AFTER_CONTINUE") != nullptr) ::raise(SIGKILL);
+        append({{"kind", "search"},
+                {"rec", "submitted"},
+                {"op", op.index},
+                {"job", job},
+                {"in_job", true}});
+        jobs_[op.index] = job;
+        trial_event(op.trial, "continued",
+                    fmt::format("job {}: rung {}, {} steps, in the same job ({})", job, op.rung,
+                                op.budget, op.reason));
+        say(fmt::format("{}: job {} continues (to rung {}, {} steps; {})", op.trial, job, op.rung,
+                        op.budget, op.reason));
+        return;
+      }
+      why = "the trial had stopped waiting";
+    }
+    say(fmt::format("{}: not continued in job {} ({}): a new job", op.trial, job, why));
+    submit(op);
   }
 
   // Pause holds the trials' pending jobs (running ones finish their rung and give their
@@ -850,6 +1094,8 @@ class Driver {
   std::map<std::int64_t, double> intent_;
   std::map<std::int64_t, std::string> jobs_;
   std::map<std::int64_t, bool> done_;
+  std::map<std::int64_t, std::string> in_job_intent_;  // op -> the job it continues in
+  std::string decisions_;  // the continue/ directory; empty: no in-job continuation
   std::map<std::string, std::string> trial_control_;  // the stops carried out (this run)
   int sbatch_calls_ = 0;
   int kill_after_sbatch_ = [] {
@@ -895,7 +1141,10 @@ json status(const std::string& root, const std::string& experiment) {
                    {"budget", op.budget},
                    {"rung", op.rung},
                    {"reason", op.reason},
-                   {"job", r.jobs.count(op.index) ? r.jobs.at(op.index) : ""}});
+                   {"job", r.jobs.count(op.index) ? r.jobs.at(op.index) : ""},
+                   // Run in the job of the trial's previous rung (in-job continuation).
+                   {"continued", r.jobs.count(op.index) && r.in_job_intent.count(op.index) &&
+                                     r.in_job_intent.at(op.index) == r.jobs.at(op.index)}});
   }
   out["operations"] = ops;
   return out;

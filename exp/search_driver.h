@@ -10,6 +10,20 @@
 // the events into a new searcher (the same operations, numbered alike), finds the jobs of
 // operations whose intent it recorded (by job name in the queue, else the trial's runs in
 // the tracking store), and carries on: no trial submitted twice, no result lost.
+//
+// In-job continuation (asha, continue_in_job): a trial that has ended its rung (metric and
+// checkpoint recorded) writes a marker `<trial>.<job>.r<rung>.wait` into the experiment's
+// continue/ directory and waits a bounded time for the decision file `<trial>.<job>.r<rung>`
+// beside it. The driver takes the searcher's decision for the slot the rung frees on a
+// copy of the searcher; if it is this trial's next rung (and the job's time left covers
+// it), it feeds the rung's end (a finished event with in_job, journaled like any event),
+// records an intent naming the job, then creates the decision file "continue <rung>
+// <budget>" and records the job as that operation's. Otherwise it creates "end" and feeds
+// nothing: the job ends as without continuation. Either party creates the file with
+// link(2), so exactly one decision holds: a trial that gave up waiting creates "end"
+// itself, and the driver then submits the rung as a new job. A restarted driver reads the
+// decision file of an intent it had not completed. A requeued job reads the chain of
+// decision files of its job to find its rung.
 #pragma once
 
 #include <cstdint>
@@ -39,9 +53,11 @@ struct Replay {
   std::vector<Op> ops;
   std::map<std::int64_t, double> intent;     // op -> time of its intent record
   std::map<std::int64_t, std::string> jobs;  // op -> job id
-  std::map<std::int64_t, bool> done;         // stop and complete ops carried out
-  std::string control = "running";           // running, paused or stopped (newest request)
-  bool finished = false;                     // the driver recorded the end of the search
+  // op -> the job it was to continue in (an intent of an in-job continuation)
+  std::map<std::int64_t, std::string> in_job_intent;
+  std::map<std::int64_t, bool> done;  // stop and complete ops carried out
+  std::string control = "running";    // running, paused or stopped (newest request)
+  bool finished = false;              // the driver recorded the end of the search
   // Requests about single trials: trial -> running, paused or stopped (its newest; a
   // stop is final).
   std::map<std::string, std::string> trial_control;

@@ -95,6 +95,12 @@ const char* op_name(Op::Kind k) {
   return "?";
 }
 
+bool continuation_fits(double time_left, std::int64_t steps, double step_seconds, double warning) {
+  if (std::isinf(time_left) && time_left > 0) return true;  // no time limit
+  if (time_left < 0 || step_seconds < 0 || warning < 0 || steps < 0) return false;
+  return static_cast<double>(steps) * step_seconds + warning <= time_left;
+}
+
 void validate(const Config& c) {
   if (c.space.empty() && c.algorithm != Algorithm::random) {
     throw InputError("hyperparameters: expected at least one");
@@ -217,6 +223,16 @@ int Searcher::running() const {
 Op Searcher::emit(Op op) {
   op.index = next_op_++;
   return op;
+}
+
+void Searcher::mark_in_job(const Trial& t, std::vector<Op>& out) const {
+  if (!config_.continue_in_job || config_.algorithm != Algorithm::asha || out.empty()) return;
+  Op& op = out.front();
+  // Exactly ASHA's decision for the freed slot: only when it is this trial's next rung.
+  if (op.kind == Op::Kind::resume && op.trial == t.id && t.state == TrialState::running &&
+      t.pause == Pause::none && op.rung >= 1 && t.rung_values.count(op.rung - 1) != 0) {
+    op.in_job = true;
+  }
 }
 
 std::vector<Op> Searcher::start() {
@@ -428,7 +444,7 @@ std::vector<Op> Searcher::handle(const Event& e) {
         t->last_value = e.value;
       }
       return out;
-    case Event::Kind::finished:
+    case Event::Kind::finished: {
       if (!t->last_step) {
         // Finished without the metric: the search cannot rank it, so it counts as a failure.
         return handle({Event::Kind::failed, e.trial, 0, 0,
@@ -445,6 +461,7 @@ std::vector<Op> Searcher::handle(const Event& e) {
         t->state = TrialState::waiting;
       }
       break;
+    }
     case Event::Kind::failed:
       t->last_step.reset();
       if (t->restarts < config_.max_restarts) {
@@ -462,6 +479,9 @@ std::vector<Op> Searcher::handle(const Event& e) {
   }
   unpause_ended(*t);
   schedule(out);
+  // The first operation is the decision for the slot this rung frees (continue_or_stop's
+  // with asha_mode stopping, else schedule's).
+  if (e.kind == Event::Kind::finished && e.in_job) mark_in_job(*t, out);
   return out;
 }
 

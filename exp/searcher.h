@@ -84,6 +84,9 @@ struct Config {
   Mode mode = Mode::min;
   AshaMode asha_mode = AshaMode::promotion;
   int max_restarts = 1;  // a failed run is retried this often before the trial fails
+  // asha: a trial promoted at the instant its job ends a rung continues in that job (see
+  // above); false: every rung is a job of its own.
+  bool continue_in_job = true;
 };
 
 // Throws dl::InputError naming the field when the configuration cannot work.
@@ -124,6 +127,9 @@ struct Event {
   std::int64_t step = 0;  // reported: the step the value belongs to
   double value = 0;       // reported: the metric
   std::string reason;     // failed, stopped: why
+  // finished: the trial's job still runs, waiting to learn whether it continues to the
+  // next rung itself (continue_in_job).
+  bool in_job = false;
 };
 
 struct Op {
@@ -137,6 +143,10 @@ struct Op {
   std::int64_t budget = 0;  // create, resume: run until this many steps are done
   int rung = 0;
   std::string reason;
+  // resume: the trial's job that has just ended the previous rung may run this one
+  // itself (a continuation in the job); the driver falls back to a new job when the
+  // job cannot (it ended already, or its time limit would not cover the rung).
+  bool in_job = false;
 };
 
 enum class TrialState { running, waiting, completed, stopped, failed };
@@ -150,6 +160,12 @@ const char* state_name(TrialState s);
 enum class Pause { none, pausing, unpausing, paused, queued };
 const char* pause_name(Pause p);
 const char* op_name(Op::Kind k);
+
+// Whether a job with `time_left` seconds before its time limit can run `steps` more
+// steps of `step_seconds` each and still keep `warning` seconds at the end (dlrun's
+// checkpoint before the limit). Unknown figures (< 0) never fit: the job then ends as
+// without continuation and the next rung is a job of its own.
+bool continuation_fits(double time_left, std::int64_t steps, double step_seconds, double warning);
 
 struct Trial {
   std::string id;
@@ -201,6 +217,10 @@ class Searcher {
   // rung or stops it for good.
   void continue_or_stop(Trial& t, std::vector<Op>& out);
   Op emit(Op op);
+  // `t` has just ended a rung and its job waits (a finished event with in_job): marks
+  // out's first operation, the decision for the slot the rung frees, as a continuation
+  // when it is the resume of `t` itself to its next rung.
+  void mark_in_job(const Trial& t, std::vector<Op>& out) const;
   double score(double value) const { return config_.mode == Mode::min ? value : -value; }
   // The pause events (paused, held, resumed) of `t`.
   void pause_event(Trial& t, const Event& e, std::vector<Op>& out);

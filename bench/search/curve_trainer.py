@@ -53,6 +53,7 @@ def main():
 
     total = search_trainer.train(lambda step: float(curves.loss(*point, step, args.shape)),
                                  budget, args.step_ms, note_target)
+    budget = slurm_dl.max_steps() or budget  # the last rung this job ran
     print(f"done at step {budget - 1} total {total[0]:.6f}", flush=True)
 
 

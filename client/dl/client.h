@@ -58,7 +58,16 @@ void checkpoint_done(std::int64_t step);
 // at (DL_MAX_STEPS, the current rung's budget: run steps up to max_steps() - 1,
 // checkpoint, exit 0), or nullopt outside a search. A bad DL_MAX_STEPS throws
 // std::invalid_argument.
+// In a job that dl-search continued to a later rung (below), max_steps() is that rung's.
 std::string hparams_json();
 std::optional<std::int64_t> max_steps();
+
+// After the rung's last step is reported and its checkpoint done: whether dl-search
+// continues this job to the next rung (asha promoted it at once, continue_in_job): the
+// next rung's budget (train on from memory, checkpoint, ask again), or nullopt: exit as
+// usual. Waits DL_SEARCH_WAIT seconds at most; without a decision by then the trial
+// decides "end" itself, atomically, and dl-search runs the rung as a new job resuming
+// from the checkpoint. nullopt at once outside a search or after its last rung.
+std::optional<std::int64_t> next_max_steps();
 
 }  // namespace dl

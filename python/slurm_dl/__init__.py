@@ -44,6 +44,7 @@ __all__ = [
     "checkpoint_done",
     "hparams",
     "max_steps",
+    "next_max_steps",
 ]
 
 # How long report_step waits for an agreed step: dlrun answers within a second; this
@@ -182,12 +183,97 @@ def hparams():
     return value
 
 
-def max_steps():
-    """The step this run ends at (DL_MAX_STEPS: dl-search's budget for the current rung;
-    run steps up to max_steps() - 1, checkpoint, return), or None outside a search."""
+def _decision_dir():
+    """(directory, trial, job) of dl-search's decision files, or None without them."""
+    d = os.environ.get("DL_SEARCH_DECISIONS")
+    trial = os.environ.get("DL_SEARCH_TRIAL")
+    job = os.environ.get("SLURM_JOB_ID")
+    if not d or not trial or not job:
+        return None
+    return d, trial, job
+
+
+def _read_decision(path):
+    try:
+        with open(path) as f:
+            return f.read().split()
+    except FileNotFoundError:
+        return None
+
+
+def _rung_and_budget():
+    """(rung, budget) of this run: DL_SEARCH_RUNG and DL_MAX_STEPS, followed along the
+    decisions to continue in this job (a requeued job that had continued resumes at the
+    rung it had reached, not the one it was submitted for)."""
     text = os.environ.get("DL_MAX_STEPS")
     if not text:
-        return None
+        return None, None
     if not text.isdigit() or int(text) < 1:
         raise ValueError(f"slurm_dl.max_steps: DL_MAX_STEPS={text!r}: expected a whole number >= 1")
-    return int(text)
+    budget = int(text)
+    rung_text = os.environ.get("DL_SEARCH_RUNG", "")
+    rung = int(rung_text) if rung_text.isdigit() else None
+    where = _decision_dir()
+    while where is not None and rung is not None:
+        d, trial, job = where
+        words = _read_decision(os.path.join(d, f"{trial}.{job}.r{rung}"))
+        if not words or words[0] != "continue" or len(words) != 3:
+            break
+        rung, budget = int(words[1]), int(words[2])
+    return rung, budget
+
+
+def max_steps():
+    """The step this run ends at (DL_MAX_STEPS: dl-search's budget for the current rung;
+    run steps up to max_steps() - 1, checkpoint, then ask next_max_steps()), or None
+    outside a search. In a job that dl-search continued to a later rung, that rung's."""
+    return _rung_and_budget()[1]
+
+
+def next_max_steps():
+    """After the rung's last step is reported and its checkpoint done (checkpoint_done),
+    asks dl-search whether this job goes on to the next rung (in-job continuation, asha's
+    default): the next rung's budget (train on from memory up to it - 1, checkpoint, ask
+    again), or None: exit as usual. Waits DL_SEARCH_WAIT seconds at most (a few polls of
+    the driver); if no decision comes (the driver is slow or gone), the trial decides
+    None itself, atomically, so that the driver then runs the rung as a new job that
+    resumes from the checkpoint. None at once outside a search, after the last rung, or
+    when the search does not continue in jobs."""
+    where = _decision_dir()
+    rung, budget = _rung_and_budget()
+    if where is None or rung is None:
+        return None
+    rungs = [int(b) for b in os.environ.get("DL_SEARCH_RUNGS", "").split(",") if b.isdigit()]
+    if not rungs or budget >= rungs[-1]:
+        return None
+    d, trial, job = where
+    path = os.path.join(d, f"{trial}.{job}.r{rung}")
+    if os.environ.get("RANK", "0") == "0" and not os.path.exists(path + ".wait"):
+        tmp = f"{path}.wait.{os.getpid()}"
+        with open(tmp, "w") as f:
+            f.write(f"{budget - 1}\n")
+        os.rename(tmp, path + ".wait")
+    limit = time.monotonic() + float(os.environ.get("DL_SEARCH_WAIT", "3"))
+    words = _read_decision(path)
+    while words is None and time.monotonic() < limit:
+        time.sleep(0.02)
+        words = _read_decision(path)
+    if words is None:
+        # No decision in time: "end", unless the driver's came first (link is atomic).
+        tmp = f"{path}.end.{os.getpid()}"
+        with open(tmp, "w") as f:
+            f.write("end\n")
+            f.flush()
+            os.fsync(f.fileno())
+        try:
+            os.link(tmp, path)
+        except FileExistsError:
+            pass
+        finally:
+            os.unlink(tmp)
+        words = _read_decision(path)
+    if not words or words[0] != "continue" or len(words) != 3:
+        return None
+    os.environ["DL_SEARCH_RUNG"] = words[1]
+    os.environ["DL_MAX_STEPS"] = words[2]
+    return int(words[2])

@@ -10,7 +10,9 @@
 # (checkpointed, held), resumed from its checkpoint, another stopped across a driver
 # kill -9; only the owner may; `dl-exp plot` and `dl-exp serve`'s page mark the rungs;
 # asha_mode: stopping; a paused trial gives its slot of max_concurrent_trials back, and a
-# resumed one waits for a free slot.
+# resumed one waits for a free slot; a trial promoted as its job ends a rung continues in
+# that job (no new job, no resume), also across a driver kill -9 right after the decision,
+# and paused while it continues it is requeued held and resumed at its rung.
 
 load helpers
 
@@ -57,7 +59,13 @@ assert status["finished"] and status["complete"], status
 runs = [o for o in status["operations"] if o["kind"] in ("create", "resume")]
 names = collections.Counter(j[0] for j in jobs)
 assert max(names.values()) == 1, names  # no run submitted twice
-assert sorted(names) == sorted("dls.%s.%s.%d" % (exp, o["trial"], o["index"]) for o in runs), (names, runs)
+# A run continued in the job of its trial's previous rung has no job of its own.
+own = [o for o in runs if not o["continued"]]
+assert sorted(names) == sorted("dls.%s.%s.%d" % (exp, o["trial"], o["index"]) for o in own), (names, runs)
+for o in runs:
+    if o["continued"]:
+        prev = [p for p in runs if p["trial"] == o["trial"] and p["index"] < o["index"]][-1]
+        assert prev["job"] == o["job"] and prev["rung"] == o["rung"] - 1, (prev, o)
 trials = {t["id"]: t for t in status["trials"]}
 # Trials stopped by `dl-search stop EXP TRIAL`: their job cancelled, their steps cut short.
 by_user = {k for k, t in trials.items() if t["reason"] == "stopped by dl-search stop"}
@@ -93,11 +101,15 @@ started = [e for e in show["events"] if e["kind"] == "run_started"]
 for o in resumes:
     log = open(os.path.join(os.environ["DL_EXP_ROOT"], exp, "logs", "%s.%s.out" % (o["trial"], o["job"]))).read()
     first = rungs[o["rung"] - 1]
+    if o["continued"]:
+        # Trained on from memory in the same job, no resume in between.
+        assert "continue in job from step %d to budget %d" % (first, o["budget"]) in log, (o, log)
+        continue
     assert "start at step %d budget %d" % (first, o["budget"]) in log, (o, log)
     assert "resumed from " in log, log
     path = log.split("resumed from ")[1].split()[0]
     assert os.path.dirname(path) in ckpts[o["trial"]], (path, ckpts[o["trial"]])
-print(len(resumes), "promotions resumed;", len(runs), "runs;", len(trials), "trials")
+print(len(resumes), "promotions;", len([o for o in runs if o["continued"]]), "continued in their job;", len(runs), "runs;", len(trials), "trials")
 EOF
 }
 
@@ -469,7 +481,8 @@ EOF
 }
 
 @test "search 10: asha_mode stopping: a trial in the top of its rung so far continues at once from its own checkpoint, the others stop at their rung" {
-  echo "  asha_mode: stopping" >>asha.yaml
+  # Every rung a job of its own here (search 12 continues in the job).
+  printf '  asha_mode: stopping\n  continue_in_job: false\n' >>asha.yaml
   run dl-search submit asha.yaml
   echo "$output"
   [ "$status" -eq 0 ]
@@ -550,4 +563,156 @@ for _, trial, step in m:
         runs.append([trial, step])
 assert [r[0] for r in runs] == ["t001", "t002", "t001", "t003"], runs
 assert runs[2][1] > 0, runs  # t001 went on from its checkpoint, not from step 0'
+}
+
+# asha (stopping) with one slot: the first trial is the top of every rung when it ends it,
+# so each of its promotions is the decision for the slot it frees: deterministic.
+continue_search() {
+  cat >cont.yaml <<EOF
+name: $EXP
+trial:
+  command: srun --mpi=pmix dlrun /usr/bin/python3 $DL_ROOT/examples/search_trainer.py --step-ms 100
+  sbatch: [--ntasks=1]
+hyperparameters:
+  lr: {type: log, minval: 0.001, maxval: 1.0}
+searcher:
+  name: asha
+  asha_mode: stopping
+  metric: loss
+  budget: 8
+  max_rungs: 3
+  max_trials: 2
+  max_concurrent_trials: 1
+  seed: 3
+EOF
+}
+
+@test "search 12: a trial promoted as its job ends a rung continues in that job: rungs 0 to 2 in one job, no resume" {
+  continue_search
+  # The trial waits for the decision this long (default a few polls): no race with a slow
+  # machine here.
+  export DL_SEARCH_WAIT=30
+  run dl-search submit cont.yaml
+  echo "$output"
+  [ "$status" -eq 0 ]
+  [[ $output == *"t001: job "*" continues (to rung 1, 4 steps; continued from rung 0"* ]]
+  [[ $output == *"complete; best trial"* ]]
+  check_search "$EXP"
+  dl-search status "$EXP" --json >status.json
+  python3 - "$EXP" <<'EOF'
+import json, os, sys
+exp = sys.argv[1]
+d = json.load(open("status.json"))
+t1 = [o for o in d["operations"] if o["trial"] == "t001" and o["kind"] in ("create", "resume")]
+assert [(o["rung"], o["continued"]) for o in t1] == [(0, False), (1, True), (2, True)], t1
+job = t1[0]["job"]
+assert all(o["job"] == job for o in t1), t1
+t = [x for x in d["trials"] if x["id"] == "t001"][0]
+assert t["state"] == "completed" and sorted(t["rung_values"]) == ["0", "1", "2"], t
+log = open(os.path.join(os.environ["DL_EXP_ROOT"], exp, "logs", "t001.%s.out" % job)).read()
+# One start (fresh), no resume from a checkpoint, two continuations.
+assert log.count("start at step") == 1 and "resumed from" not in log, log
+assert "continue in job from step 2 to budget 4" in log, log
+assert "continue in job from step 4 to budget 8" in log, log
+open("job.txt", "w").write(job)
+EOF
+  # One Slurm job for t001, and dl-search status shows it ran rungs 0 to 2.
+  [ "$(squeue -h --states=all --me -o %j | grep -c "^dls\.$EXP\.t001\.")" = 1 ]
+  run dl-search status "$EXP"
+  echo "$output"
+  [[ $output == *"t001   completed  2     0         $(cat job.txt):0-2 "* ]]
+  # dl-exp: one trial, one run, its events say it continued.
+  dl-exp show "$EXP" --json | check_json '
+ev = [e for e in d["events"] if e["trial"] == "t001"]
+assert [e["kind"] for e in ev].count("run_started") == 1, ev
+assert [e["kind"] for e in ev].count("continued") == 2, ev
+assert {t["id"]: t["state"] for t in d["trials"]}["t001"] == "completed", d["trials"]'
+}
+
+@test "search 13: the driver killed with SIGKILL right after a continuation decision: restarted, it takes the job as that run's; no duplicate, the result once" {
+  continue_search
+  export DL_SEARCH_WAIT=30
+  run env DL_SEARCH_KILL_AFTER_CONTINUE=1 dl-search submit cont.yaml
+  echo "$output"
+  [ "$status" -eq 137 ]
+  # The job goes on training rung 1 meanwhile; the restarted driver finds the decision.
+  run dl-search drive "$EXP"
+  echo "$output"
+  [ "$status" -eq 0 ]
+  [[ $output == *"t001: job "*" continues to rung 1 (decided before the restart)"* ]]
+  [[ $output == *"complete; best trial"* ]]
+  check_search "$EXP"
+  [ "$(squeue -h --states=all --me -o %j | grep -c "^dls\.$EXP\.t001\.")" = 1 ]
+  dl-search status "$EXP" --json | check_json '
+t1 = [o for o in d["operations"] if o["trial"] == "t001" and o["kind"] in ("create", "resume")]
+assert [(o["rung"], o["continued"]) for o in t1] == [(0, False), (1, True), (2, True)], t1
+t = [x for x in d["trials"] if x["id"] == "t001"][0]
+assert t["state"] == "completed" and t["restarts"] == 0 and sorted(t["rung_values"]) == ["0", "1", "2"], t'
+  # Each rung's result of t001 recorded once in the driver's journals.
+  python3 - "$DL_EXP_ROOT/$EXP/journals" <<'EOF'
+import glob, json, sys
+fin = 0
+for path in glob.glob(sys.argv[1] + "/search.*.jsonl"):
+    for line in open(path):
+        rec = json.loads(line.split(" ", 1)[1])
+        for e in rec.get("events", []):
+            if e["trial"] == "t001" and e["kind"] == "finished":
+                fin += 1
+assert fin == 3, fin  # rungs 0, 1 and 2, each once
+EOF
+}
+
+@test "search 14: a trial paused while it continues in its job is requeued held, resumed, and goes on from its checkpoint at its rung (the decisions of its job)" {
+  # One trial, rungs of 8, 16 and 32 steps at 0.2 s: it continues to rung 2 in its job,
+  # is paused there (dlrun's checkpoint, requeued held), resumed: the same job, requeued
+  # with the first rung's DL_MAX_STEPS, finds rung 2's budget through its decisions.
+  cat >cont.yaml <<EOF
+name: $EXP
+trial:
+  command: srun --mpi=pmix dlrun /usr/bin/python3 $DL_ROOT/examples/search_trainer.py --step-ms 200
+  sbatch: [--partition=low, --ntasks=1, --dl-grace=30s, --dl-max-restarts=0]
+hyperparameters:
+  lr: {type: log, minval: 0.001, maxval: 1.0}
+searcher:
+  name: asha
+  asha_mode: stopping
+  metric: loss
+  budget: 32
+  max_rungs: 3
+  max_trials: 1
+  max_concurrent_trials: 1
+  max_restarts: 0
+EOF
+  export DL_SEARCH_WAIT=30
+  dl-search submit cont.yaml 2>driver.txt &
+  echo $! >driver.pid
+  wait_until 60 'reached t001 18' || { cat driver.txt; false; }
+  job=$(job_of t001)
+  grep -q "t001: job $job continues (to rung 2, 32 steps" driver.txt
+  dl-search pause "$EXP" t001
+  wait_until 60 '[ "$(job_field "$job" JobState)" = PENDING ] && [ "$(job_field "$job" Reason)" = job_requeued_in_held_state ]' ||
+    { cat driver.txt; scontrol show job "$job"; false; }
+  wait_until 30 "grep -q 't001: job $job held; its slot is free' driver.txt"
+  dl-search resume "$EXP" t001
+  wait "$(cat driver.pid)"
+  rm driver.pid
+  cat driver.txt
+  grep -q "search '$EXP' complete; best trial t001" driver.txt
+  [ "$(job_field "$job" Restarts)" = 1 ]
+  [ "$(squeue -h --states=all --me -o %j | grep -c "^dls\.$EXP\.t001\.")" = 1 ]
+  dl-search status "$EXP" --json | check_json '
+t1 = [o for o in d["operations"] if o["trial"] == "t001" and o["kind"] in ("create", "resume")]
+assert [(o["rung"], o["continued"]) for o in t1] == [(0, False), (1, True), (2, True)], t1
+t = d["trials"][0]
+assert t["state"] == "completed" and sorted(t["rung_values"]) == ["0", "1", "2"], t'
+  # Every step 0..31 once; the second run resumed from its checkpoint in rung 2, to 32.
+  dl-exp metrics "$EXP" --json | check_json '
+s = sorted(m["step"] for m in d["metrics"] if m["name"] == "loss")
+assert s == list(range(32)), s'
+  dl-exp show "$EXP" --json | check_json '
+ev = [e for e in d["events"] if e["kind"] == "run_started"]
+assert len(ev) == 2 and ev[1]["reason"].startswith("resumed from "), ev
+ck = {c["path"]: c["step"] for t in d["trials"] for c in t["checkpoints"]}
+assert 16 <= ck[ev[1]["reason"][len("resumed from "):]] < 31, (ev, ck)'
+  grep -q "budget 32 .* resumed from" "$DL_EXP_ROOT/$EXP/logs/t001.$job.out"
 }

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <new>
 #include <stdexcept>
@@ -96,6 +97,63 @@ TEST_F(ClientTest, SearchHparamsAndBudget) {
           CHECK_OR_DIE(std::string(e.what()) ==
                        "dl: DL_MAX_STEPS=16x: expected a whole number of steps >= 1");
         }
+        fprintf(stderr, "ok\n");
+        _exit(0);
+      },
+      ::testing::ExitedWithCode(0), "ok");
+}
+
+// In-job continuation (dl-search's continue_in_job): max_steps() follows the decisions of
+// this job; next_max_steps() returns the driver's "continue", and without a decision in
+// time creates "end" itself and returns nothing.
+TEST_F(ClientTest, SearchContinuationDecisions) {
+  EXPECT_EXIT(
+      {
+        char dir_template[] = "/tmp/dl-client-test.XXXXXX";
+        const char* dir = mkdtemp(dir_template);
+        CHECK_OR_DIE(dir != nullptr);
+        const std::string d(dir);
+        setenv("DL_SEARCH_DECISIONS", dir, 1);
+        setenv("DL_SEARCH_TRIAL", "t001", 1);
+        setenv("SLURM_JOB_ID", "42", 1);
+        setenv("DL_SEARCH_RUNG", "0", 1);
+        setenv("DL_MAX_STEPS", "2", 1);
+        setenv("DL_SEARCH_RUNGS", "2,4,8", 1);
+        setenv("DL_SEARCH_WAIT", "0.2", 1);
+        unsetenv("RANK");
+        CHECK_OR_DIE(dl::max_steps() == 2);
+        // The driver decided that this job continues to rung 1 (a requeued job finds it).
+        FILE* f = fopen((d + "/t001.42.r0").c_str(), "w");
+        CHECK_OR_DIE(f != nullptr);
+        fputs("continue 1 4\n", f);
+        fclose(f);
+        CHECK_OR_DIE(dl::max_steps() == 4);
+        // At the end of rung 1 no decision comes: the trial decides "end" itself.
+        CHECK_OR_DIE(!dl::next_max_steps());
+        CHECK_OR_DIE(access((d + "/t001.42.r1.wait").c_str(), F_OK) == 0);
+        f = fopen((d + "/t001.42.r1").c_str(), "r");
+        CHECK_OR_DIE(f != nullptr);
+        char buf[16] = {};
+        CHECK_OR_DIE(fgets(buf, sizeof buf, f) != nullptr && std::string(buf) == "end\n");
+        fclose(f);
+        // The driver answers the marker with "continue" to rung 2.
+        setenv("SLURM_JOB_ID", "43", 1);
+        setenv("DL_SEARCH_RUNG", "1", 1);
+        setenv("DL_MAX_STEPS", "4", 1);
+        setenv("DL_SEARCH_WAIT", "30", 1);
+        std::thread driver([&] {
+          while (access((d + "/t001.43.r1.wait").c_str(), F_OK) != 0) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(5));
+          }
+          FILE* w = fopen((d + "/t001.43.r1.tmp").c_str(), "w");
+          fputs("continue 2 8\n", w);
+          fclose(w);
+          rename((d + "/t001.43.r1.tmp").c_str(), (d + "/t001.43.r1").c_str());
+        });
+        CHECK_OR_DIE(dl::next_max_steps() == 8);
+        driver.join();
+        CHECK_OR_DIE(dl::max_steps() == 8);
+        CHECK_OR_DIE(!dl::next_max_steps());  // the last rung: nothing to ask
         fprintf(stderr, "ok\n");
         _exit(0);
       },

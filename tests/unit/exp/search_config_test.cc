@@ -83,8 +83,9 @@ TEST(SearchConfig, RejectsWithFileLineAndReason) {
             "exp.yaml:15: searcher.max_trials: expected a whole number from 1 to 100000, not '0'");
   EXPECT_EQ(
       error_of(with("  seed: 11", "  sed: 11")),
-      "exp.yaml:20: searcher.sed: unknown key (allowed: asha_mode, budget, divisor, "
-      "max_concurrent_trials, max_restarts, max_rungs, max_trials, metric, mode, name, seed)");
+      "exp.yaml:20: searcher.sed: unknown key (allowed: asha_mode, budget, continue_in_job, "
+      "divisor, max_concurrent_trials, max_restarts, max_rungs, max_trials, metric, mode, name, "
+      "seed)");
   EXPECT_EQ(error_of(with("--dl-gpus=1", "--dl-trial=x")),
             "exp.yaml:4: trial.sbatch: --dl-trial=x: dl-search sets it itself");
   EXPECT_EQ(error_of(with("mode: min", "mode: lowest")),
@@ -126,6 +127,24 @@ TEST(SearchConfig, AshaMode) {
             "exp.yaml:21: searcher.asha_mode: expected promotion or stopping, got 'eager'");
   EXPECT_EQ(error_of(with("name: asha", "name: random").append("  asha_mode: stopping\n")),
             "exp.yaml:21: searcher.asha_mode: only for asha, not random");
+}
+
+TEST(SearchConfig, ContinueInJobIsOnForAshaUnlessTheFileTurnsItOff) {
+  const Experiment on = parse_experiment("exp.yaml", kGood);
+  EXPECT_TRUE(on.searcher.continue_in_job);
+  EXPECT_EQ(to_json(on)["searcher"]["continue_in_job"], true);
+  const Experiment off =
+      parse_experiment("exp.yaml", with("  seed: 11\n", "  seed: 11\n  continue_in_job: false\n"));
+  EXPECT_FALSE(off.searcher.continue_in_job);
+  EXPECT_FALSE(experiment_from_json(to_json(off)).searcher.continue_in_job);
+  // A search.json written before it: every rung a job of its own, as it began.
+  nlohmann::json old = to_json(on);
+  old["searcher"].erase("continue_in_job");
+  EXPECT_FALSE(experiment_from_json(old).searcher.continue_in_job);
+  EXPECT_EQ(error_of(with("  seed: 11\n", "  seed: 11\n  continue_in_job: maybe\n")),
+            "exp.yaml:21: searcher.continue_in_job: expected true or false, not 'maybe'");
+  EXPECT_EQ(error_of(with("name: asha", "name: random").append("  continue_in_job: true\n")),
+            "exp.yaml:21: searcher.continue_in_job: only for asha (its rungs), not random");
 }
 
 // A file without step_seconds (and a search.json written before it) gives no time_min.

@@ -794,4 +794,178 @@ TEST(Pause, RandomPausesAndResumesNeverRunMoreThanMaxConcurrentTrials) {
   }
 }
 
+// ---- in-job continuation (continue_in_job) ----
+
+namespace {
+
+// Ends `op`'s rung while its job still runs, waiting for the decision (in_job).
+std::vector<Op> finish_in_job(Searcher& s, const Op& op, double value) {
+  s.handle({Event::Kind::reported, op.trial, op.budget - 1, value, ""});
+  Event e{Event::Kind::finished, op.trial, 0, 0, ""};
+  e.in_job = true;
+  return s.handle(e);
+}
+
+TEST(ContinueInJob, ThePromotionOfTheTrialWhoseJobEndedTheRungContinuesInThatJob) {
+  Searcher s(asha(8, 1, 2, 3, 8));
+  auto ops = s.start();
+  // One trial at rung 0: the decision for its slot is a new trial, so its job ends.
+  ops = finish_in_job(s, ops[0], 5.0);
+  ASSERT_EQ(ops.size(), 1u);
+  EXPECT_EQ(ops[0].kind, Op::Kind::create);
+  EXPECT_FALSE(ops[0].in_job);
+  // t002 is better: ASHA promotes it for the slot it frees, so its job goes on.
+  ops = finish_in_job(s, ops[0], 3.0);
+  ASSERT_EQ(ops.size(), 1u);
+  EXPECT_EQ(ops[0].kind, Op::Kind::resume);
+  EXPECT_EQ(ops[0].trial, "t002");
+  EXPECT_EQ(ops[0].rung, 1);
+  EXPECT_EQ(ops[0].budget, 4);
+  EXPECT_TRUE(ops[0].in_job);
+  EXPECT_EQ(s.find("t002")->state, TrialState::running);
+  EXPECT_EQ(s.find("t002")->rung_values.at(0), 3.0);
+  // At rung 1 alone: a new trial gets the slot; t002's job ends.
+  ops = finish_in_job(s, ops[0], 2.0);
+  ASSERT_EQ(ops.size(), 1u);
+  EXPECT_EQ(ops[0].kind, Op::Kind::create);
+  EXPECT_FALSE(ops[0].in_job);
+}
+
+TEST(ContinueInJob, APromotionOfAnotherTrialIsANewJobAsBefore) {
+  Searcher s(asha(8, 1, 2, 3, 8));
+  auto ops = s.start();
+  ops = finish_in_job(s, ops[0], 1.0);  // t001, alone: waits
+  // t002 worse: the slot goes to t001's promotion, which resumes in a job of its own.
+  ops = finish_in_job(s, ops[0], 3.0);
+  ASSERT_EQ(ops.size(), 1u);
+  EXPECT_EQ(ops[0].kind, Op::Kind::resume);
+  EXPECT_EQ(ops[0].trial, "t001");
+  EXPECT_FALSE(ops[0].in_job);
+}
+
+TEST(ContinueInJob, TheDecisionsAreThoseWithoutIt) {
+  // The same events with and without in_job give the same operations and states; only
+  // the in_job marks differ, and only on resumes of the trial that just ended its rung.
+  for (const AshaMode m : {AshaMode::promotion, AshaMode::stopping}) {
+    Config c = asha(12, 3, 2, 3, 8);
+    c.asha_mode = m;
+    Searcher plain(c);
+    const SearchRun run = drive(plain, quality);
+    Searcher in_job(c);
+    std::vector<Op> ops = in_job.start();
+    int marked = 0;
+    for (Event e : run.events) {
+      if (e.kind == Event::Kind::finished) e.in_job = true;
+      const auto batch = in_job.handle(e);
+      for (std::size_t i = 0; i < batch.size(); ++i) {
+        const Op& o = batch[i];
+        if (o.in_job) {
+          ++marked;
+          EXPECT_EQ(i, 0u);  // the decision for the slot the rung frees
+          EXPECT_EQ(o.kind, Op::Kind::resume);
+          EXPECT_EQ(o.trial, e.trial);
+        }
+        ops.push_back(o);
+      }
+    }
+    EXPECT_GT(marked, 0);
+    ASSERT_EQ(ops.size(), run.all.size());
+    for (std::size_t i = 0; i < ops.size(); ++i) {
+      EXPECT_EQ(ops[i].index, run.all[i].index);
+      EXPECT_EQ(ops[i].trial, run.all[i].trial);
+      EXPECT_EQ(ops[i].kind, run.all[i].kind);
+      EXPECT_EQ(ops[i].budget, run.all[i].budget);
+      EXPECT_FALSE(run.all[i].in_job);
+    }
+    EXPECT_EQ(in_job.snapshot(), plain.snapshot());
+  }
+}
+
+TEST(ContinueInJob, OffInTheFileNothingContinues) {
+  Config c = asha(8, 1, 2, 3, 8);
+  c.continue_in_job = false;
+  Searcher s(c);
+  auto ops = s.start();
+  ops = finish_in_job(s, ops[0], 5.0);
+  ops = finish_in_job(s, ops[0], 3.0);
+  ASSERT_EQ(ops.size(), 1u);
+  EXPECT_EQ(ops[0].trial, "t002");
+  EXPECT_EQ(ops[0].kind, Op::Kind::resume);
+  EXPECT_FALSE(ops[0].in_job);
+}
+
+TEST(ContinueInJob, StoppingModeContinuesTheTopOfTheRungInItsJob) {
+  Config c = asha(8, 1, 2, 3, 8);
+  c.asha_mode = AshaMode::stopping;
+  Searcher s(c);
+  auto ops = s.start();
+  ops = finish_in_job(s, ops[0], 5.0);  // continued from rung 0 at once
+  ASSERT_EQ(ops.size(), 1u);
+  EXPECT_EQ(ops[0].kind, Op::Kind::resume);
+  EXPECT_EQ(ops[0].rung, 1);
+  EXPECT_TRUE(ops[0].in_job);
+}
+
+TEST(ContinueInJob, APausedTrialNeverContinuesInItsJob) {
+  Config c = asha(8, 1, 2, 3, 8);
+  c.asha_mode = AshaMode::stopping;
+  Searcher s(c);
+  auto ops = s.start();
+  s.handle({Event::Kind::paused, "t001", 0, 0, "dl-search pause"});
+  ops = finish_in_job(s, ops[0], 5.0);
+  for (const auto& o : ops) EXPECT_FALSE(o.in_job);
+}
+
+TEST(ContinueInJob, ReplayingTheEventsMarksTheSameContinuations) {
+  const Config c = asha(12, 3, 2, 3, 8);
+  Searcher first(c);
+  std::vector<Op> all = first.start();
+  std::vector<Event> events;
+  std::deque<Op> pending(all.begin(), all.end());
+  while (!pending.empty()) {
+    const Op op = pending.front();
+    pending.pop_front();
+    if (op.kind != Op::Kind::create && op.kind != Op::Kind::resume) continue;
+    Event r{Event::Kind::reported, op.trial, op.budget - 1, quality(op), ""};
+    Event f{Event::Kind::finished, op.trial, 0, 0, ""};
+    f.in_job = true;
+    for (const Event& e : {r, f}) {
+      events.push_back(e);
+      for (auto& o : first.handle(e)) {
+        all.push_back(o);
+        pending.push_back(o);
+      }
+    }
+  }
+  ASSERT_TRUE(first.complete());
+  ASSERT_TRUE(std::any_of(all.begin(), all.end(), [](const Op& o) { return o.in_job; }));
+  for (std::size_t cut : {events.size() / 2, events.size()}) {
+    Searcher again(c);
+    std::vector<Op> ops = again.start();
+    for (std::size_t i = 0; i < cut; ++i) {
+      for (auto& o : again.handle(events[i])) ops.push_back(o);
+    }
+    ASSERT_LE(ops.size(), all.size());
+    for (std::size_t i = 0; i < ops.size(); ++i) {
+      EXPECT_EQ(ops[i].index, all[i].index);
+      EXPECT_EQ(ops[i].in_job, all[i].in_job);
+      EXPECT_EQ(ops[i].trial, all[i].trial);
+    }
+    if (cut == events.size()) {
+      EXPECT_EQ(again.snapshot(), first.snapshot());
+    }
+  }
+}
+
+TEST(ContinueInJob, FitsOnlyWhenTheTimeLeftCoversTheStepsAndTheWarning) {
+  EXPECT_TRUE(continuation_fits(100, 10, 5, 50));
+  EXPECT_FALSE(continuation_fits(99, 10, 5, 50));
+  EXPECT_FALSE(continuation_fits(-1, 10, 5, 50));    // time left unknown
+  EXPECT_FALSE(continuation_fits(100, 10, -1, 50));  // step time unknown
+  EXPECT_TRUE(continuation_fits(1e9, 1000, 0.1, 150));
+  EXPECT_TRUE(continuation_fits(INFINITY, 10, -1, -1));  // no time limit
+}
+
+}  // namespace
+
 }  // namespace dl::exp::search
