@@ -14,6 +14,7 @@ setup_file() { reference_setup_file; }
 setup() { cd "$BATS_TEST_TMPDIR"; }
 
 teardown() {
+  show_on_failure out.txt
   cancel_all
   restore_nodes
 }

@@ -17,6 +17,7 @@ setup_file() {
 setup() { cd "$BATS_TEST_TMPDIR"; }
 
 teardown() {
+  show_on_failure out.txt
   [ ! -f watch.pid ] || stop_watch
   cancel_all
   as_dltest scancel --quiet -u dltest 2>/dev/null || true
