@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
@@ -48,8 +49,12 @@ void print_status(const json& s) {
                                 ? (s["control"] == "stopped" ? "stopped" : "complete")
                                 : s["control"].get<std::string>();
   std::printf("  STATE %s\n", state.c_str());
-  std::printf("%-6s %-10s %-5s %-9s %-16s %-30s %s\n", "TRIAL", "STATE", "RUNG", "RESTARTS", "JOBS",
-              "VALUES", "HPARAMS");
+  struct Row {
+    std::string id, state;
+    int rung, restarts;
+    std::string jobs, values, hparams;
+  };
+  std::vector<Row> rows;
   for (const auto& t : s["trials"]) {
     // Its jobs and the rungs each ran, "5:0-1 9:2": job 5 ran rungs 0 and 1 (the second
     // continued in the job), job 9 rung 2.
@@ -85,10 +90,21 @@ void print_status(const json& s) {
         state = "paused";  // requested; the driver has not seen it yet
       }
     }
-    std::printf("%-6s %-10s %-5d %-9d %-16s %-30s %s\n", t["id"].get<std::string>().c_str(),
-                state.c_str(), t["rung"].get<int>(), t["restarts"].get<int>(),
-                job_text.empty() ? "-" : job_text.c_str(), values.empty() ? "-" : values.c_str(),
-                t["hparams"].dump().c_str());
+    rows.push_back({t["id"].get<std::string>(), state, t["rung"].get<int>(),
+                    t["restarts"].get<int>(), job_text.empty() ? "-" : job_text,
+                    values.empty() ? "-" : values, t["hparams"].dump()});
+  }
+  // The JOBS and VALUES columns as wide as their widest entry (long job ids).
+  int jobs_w = 16, values_w = 30;
+  for (const auto& r : rows) {
+    jobs_w = std::max(jobs_w, static_cast<int>(r.jobs.size()));
+    values_w = std::max(values_w, static_cast<int>(r.values.size()));
+  }
+  std::printf("%-6s %-10s %-5s %-9s %-*s %-*s %s\n", "TRIAL", "STATE", "RUNG", "RESTARTS", jobs_w,
+              "JOBS", values_w, "VALUES", "HPARAMS");
+  for (const auto& r : rows) {
+    std::printf("%-6s %-10s %-5d %-9d %-*s %-*s %s\n", r.id.c_str(), r.state.c_str(), r.rung,
+                r.restarts, jobs_w, r.jobs.c_str(), values_w, r.values.c_str(), r.hparams.c_str());
   }
   std::printf("BEST %s\n",
               s["best"].get<std::string>().empty() ? "-" : s["best"].get<std::string>().c_str());

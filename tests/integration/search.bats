@@ -132,6 +132,16 @@ assert any(o["kind"] == "resume" and o["rung"] == 2 for o in d["operations"]), d
   [ "$status" -eq 0 ]
   run dl-search status "$EXP"
   [[ $output == *"RUNGS 2 4 8"*"STATE complete"* && $output == *"BEST t"* ]]
+  # The columns line up with job ids of any length (8 digits or more here: a trial run
+  # as two jobs overflows 16 columns).
+  dl-search status "$EXP" >table.txt
+  python3 - <<'EOF'
+lines = open("table.txt").read().splitlines()
+head = lines[1]
+at = head.index("VALUES")
+rows = [l for l in lines[2:] if l.startswith("t0")]
+assert len(rows) == 8 and all(l[at - 1] == " " and l[at:at + 2] == "0:" for l in rows), lines
+EOF
   # The plot marks each rung's step (its budget - 1) and who was promoted or stopped there.
   dl-exp plot "$EXP" -o plot.svg
   python3 - <<'EOF'
