@@ -160,7 +160,7 @@ std::vector<json> records_of(const std::string& path) {
 
 json event_json(const Event& e) {
   static const char* kinds[] = {"created", "started", "reported", "finished", "failed",
-                                "stopped", "paused",  "held",     "resumed"};
+                                "stopped", "paused",  "held",     "resumed",  "rung_done"};
   json j = {{"kind", kinds[static_cast<int>(e.kind)]},
             {"trial", e.trial},
             {"step", e.step},
@@ -176,7 +176,7 @@ Event event_of(const json& j) {
       {"reported", Event::Kind::reported}, {"finished", Event::Kind::finished},
       {"failed", Event::Kind::failed},     {"stopped", Event::Kind::stopped},
       {"paused", Event::Kind::paused},     {"held", Event::Kind::held},
-      {"resumed", Event::Kind::resumed}};
+      {"resumed", Event::Kind::resumed},   {"rung_done", Event::Kind::rung_done}};
   Event e;
   e.kind = kinds.at(j.at("kind").get<std::string>());
   e.trial = j.at("trial").get<std::string>();
@@ -849,6 +849,12 @@ class Driver {
       if (e.kind == Event::Kind::stopped) continue;  // said by apply_trial_controls
       if (e.kind == Event::Kind::failed) {
         say(fmt::format("{}: run failed ({}); now {}", t->id, e.reason, state_name(t->state)));
+      } else if (e.kind == Event::Kind::rung_done) {
+        const auto it = t->rung_values.find(t->rung);
+        if (it != t->rung_values.end()) {
+          say(fmt::format("{}: rung {} done, {}={:.6g}; its job ends", t->id, t->rung,
+                          e_.searcher.metric, it->second));
+        }
       } else if (!t->rung_values.empty()) {
         const auto& [rung, value] = *t->rung_values.rbegin();
         say(fmt::format("{}: rung {} done, {}={:.6g}; now {}", t->id, rung, e_.searcher.metric,
@@ -925,9 +931,9 @@ class Driver {
   // the slot the rung frees is taken on a copy of it: when it is to continue this trial in
   // its job (and the job's time left covers the rung), the rung's end is fed (journaled)
   // and execute carries the continuation out (continue_in_job). Otherwise the trial is
-  // told "end" and nothing is fed: its job ends as without continuation, and that end is
-  // the rung's end, as before (the slot is free once the job is off its GPUs). True once
-  // fed.
+  // told "end" and its rung's value is fed (rung_done), so that it ranks the rung at once;
+  // its job ends as without continuation, and that end is the rung's end, as before (the
+  // slot is free once the job is off its GPUs). True once the continuation is fed.
   bool rung_done_in_job(const Op& op, const std::string& job, bool search_runs) {
     if (decisions_.empty()) return false;
     const std::string path = decision_path(decisions_, op.trial, job, op.rung);
@@ -959,7 +965,11 @@ class Driver {
     what_if.handle(reported);
     const std::vector<Op> next = what_if.handle(finished);
     if (next.empty() || !next.front().in_job || !why_not_continue(next.front(), job).empty()) {
-      decide(path, "end\n");
+      // Its value ranks the rung from now on, not only once its job has ended: the trials
+      // ending the same rung a moment later are decided with it.
+      if (decide(path, "end\n").rfind("end", 0) == 0) {
+        feed({reported, {Event::Kind::rung_done, op.trial, 0, 0, ""}});
+      }
       return false;
     }
     feed({reported, finished});

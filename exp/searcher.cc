@@ -437,6 +437,11 @@ std::vector<Op> Searcher::handle(const Event& e) {
     case Event::Kind::paused:
     case Event::Kind::held:
     case Event::Kind::resumed: return out;
+    case Event::Kind::rung_done:
+      // Ranked now; `finished` records the same value when the job has ended.
+      if (t->last_step) t->rung_values[t->rung] = t->last_value;
+      schedule(out);
+      return out;
     case Event::Kind::reported:
       if (e.step < rungs_[static_cast<std::size_t>(t->rung)] &&
           (!t->last_step || e.step >= *t->last_step) && std::isfinite(e.value)) {

@@ -121,7 +121,21 @@ struct Event {
   // values and checkpoints, never runs again, and the search goes on without it.
   // paused, resumed: `dl-search pause|resume EXP TRIAL`; held: the paused trial's job is
   // off its GPUs (pending, held), so its slot is free.
-  enum class Kind { created, started, reported, finished, failed, stopped, paused, held, resumed };
+  // rung_done: the trial has trained its rung and its job ends without continuing
+  // (continue_in_job's "end"): its value ranks the rung from now on, while its slot stays
+  // taken until the job has ended (finished).
+  enum class Kind {
+    created,
+    started,
+    reported,
+    finished,
+    failed,
+    stopped,
+    paused,
+    held,
+    resumed,
+    rung_done
+  };
   Kind kind = Kind::reported;
   std::string trial;
   std::int64_t step = 0;  // reported: the step the value belongs to

@@ -726,3 +726,53 @@ ck = {c["path"]: c["step"] for t in d["trials"] for c in t["checkpoints"]}
 assert 16 <= ck[ev[1]["reason"][len("resumed from "):]] < 31, (ev, ck)'
   grep -q "budget 32 .* resumed from" "$DL_EXP_ROOT/$EXP/logs/t001.$job.out"
 }
+
+@test "search 15: a rung's value ranks once its trial is told to end, not once its job has left: a trial ending that rung meanwhile is promoted in its job" {
+  # Two trials at once, lr 0.1 (better) or 0.001 (worse). The worse one runs fast and its
+  # job stays 20 s after its rung; the better one ends rung 0 meanwhile, with the worse
+  # one's value ranked already: the top of 2, it continues in its job. (Before, the worse
+  # one's value counted only once its job had left: the better one, alone at its rung,
+  # was not promoted in its job.)
+  cat >trial.sh <<'EOF'
+#!/bin/bash
+if python3 -c 'import json, os, sys; sys.exit(json.loads(os.environ["DL_HPARAMS"])["lr"] < 0.01)'; then
+  ms=1500 linger=0
+else
+  ms=20 linger=20
+fi
+srun --mpi=pmix dlrun /usr/bin/python3 "$DL_ROOT/examples/search_trainer.py" --step-ms "$ms"
+sleep "$linger"
+EOF
+  cat >rank.yaml <<EOF
+name: $EXP
+trial:
+  command: DL_ROOT=$DL_ROOT bash $PWD/trial.sh
+  sbatch: [--ntasks=1]
+hyperparameters:
+  lr: {type: categorical, values: [0.1, 0.001]}
+searcher:
+  name: asha
+  metric: loss
+  budget: 8
+  max_rungs: 3
+  max_trials: 2
+  max_concurrent_trials: 2
+  seed: 3
+EOF
+  export DL_SEARCH_WAIT=30
+  run dl-search submit rank.yaml
+  echo "$output"
+  [ "$status" -eq 0 ]
+  check_search "$EXP"
+  python3 - <<'EOF'
+import json
+d = json.load(open("status.json"))
+lr = {t["id"]: t["hparams"]["lr"] for t in d["trials"]}
+assert lr == {"t001": 0.1, "t002": 0.001}, lr  # as seed 3 draws them
+good = [t for t, v in lr.items() if v == 0.1][0]
+runs = [o for o in d["operations"] if o["trial"] == good and o["kind"] in ("create", "resume")]
+assert runs[1]["rung"] == 1 and runs[1]["continued"], runs
+assert runs[1]["reason"] == "promoted from rung 0 (place 1 of 2)", runs
+EOF
+  [[ $output == *": rung 0 done, loss="*"; its job ends"* ]]
+}

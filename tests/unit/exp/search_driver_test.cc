@@ -96,6 +96,18 @@ TEST_F(DriverReplay, AContinuationIsReplayedAsAnOperationRunningInTheJobOfTheRun
   EXPECT_EQ(st["operations"][0]["continued"], false);
 }
 
+TEST_F(DriverReplay, ARungDoneWhileItsJobEndsRanksTheRungBeforeTheJobHasEnded) {
+  e_.searcher.max_concurrent_trials = 2;
+  JournalWriter w(journals_dir(root_, "cont"), "search");
+  // t001 was told to end after rung 0 (rung_done); its job has not ended yet.
+  w.append(events({ev("reported", "t001", 1, 5.0), ev("rung_done", "t001")}), true);
+  Searcher s(e_.searcher);
+  const Replay r = replay(root_, e_, s);
+  EXPECT_EQ(r.ops.size(), 2u);  // t001 and t002, nothing more: t001's slot is still taken
+  EXPECT_EQ(s.find("t001")->state, TrialState::running);
+  EXPECT_EQ(s.find("t001")->rung_values.at(0), 5.0);
+}
+
 TEST_F(DriverReplay, WithoutInJobTheSameRungEndIsAPromotionInANewJob) {
   JournalWriter w(journals_dir(root_, "cont"), "search");
   w.append(events({ev("reported", "t001", 1, 5.0), ev("finished", "t001")}), true);

@@ -831,6 +831,36 @@ TEST(ContinueInJob, ThePromotionOfTheTrialWhoseJobEndedTheRungContinuesInThatJob
   EXPECT_FALSE(ops[0].in_job);
 }
 
+TEST(ContinueInJob, ARungWhoseJobEndsRanksBeforeTheJobHasEnded) {
+  Searcher s(asha(8, 2, 2, 3, 8));
+  auto ops = s.start();
+  ASSERT_EQ(ops.size(), 2u);
+  const Op first = ops[0], second = ops[1];
+  // t001 ends rung 0 alone: the decision for its slot is a new trial, so its job ends
+  // (the driver's "end"); its value ranks the rung while that job is still exiting.
+  Searcher what_if = s;
+  ops = finish_in_job(what_if, first, 5.0);
+  ASSERT_EQ(ops.size(), 1u);
+  EXPECT_EQ(ops[0].kind, Op::Kind::create);
+  s.handle({Event::Kind::reported, first.trial, first.budget - 1, 5.0, ""});
+  EXPECT_TRUE(s.handle({Event::Kind::rung_done, first.trial, 0, 0, ""}).empty());
+  EXPECT_EQ(s.find("t001")->state, TrialState::running);  // its slot is still taken
+  EXPECT_EQ(s.find("t001")->rung_values.at(0), 5.0);
+  // t002, better, ends rung 0 a moment later: 2 values, so it is promoted in its job.
+  ops = finish_in_job(s, second, 3.0);
+  ASSERT_EQ(ops.size(), 1u);
+  EXPECT_EQ(ops[0].kind, Op::Kind::resume);
+  EXPECT_EQ(ops[0].trial, "t002");
+  EXPECT_TRUE(ops[0].in_job);
+  EXPECT_EQ(ops[0].reason, "promoted from rung 0 (place 1 of 2)");
+  // t001's job has ended: it waits at rung 0 and a new trial takes its slot.
+  ops = s.handle({Event::Kind::finished, first.trial, 0, 0, ""});
+  ASSERT_EQ(ops.size(), 1u);
+  EXPECT_EQ(ops[0].kind, Op::Kind::create);
+  EXPECT_EQ(s.find("t001")->state, TrialState::waiting);
+  EXPECT_EQ(s.find("t001")->rung_values.at(0), 5.0);
+}
+
 TEST(ContinueInJob, APromotionOfAnotherTrialIsANewJobAsBefore) {
   Searcher s(asha(8, 1, 2, 3, 8));
   auto ops = s.start();
