@@ -17,19 +17,19 @@ namespace dl {
 double seconds_since_checkpoint(double run_s, std::optional<double> ckpt_every_s);
 
 // With discretized queues a running job is a victim only right after it has saved a
-// periodic checkpoint (`progress_s`: seconds of work since it (re)started, after
-// restoring): within `slack_s` after one of its checkpoints at ckpt_every_s,
-// 2 x ckpt_every_s, ... It then loses at most slack_s of work, every run keeps at
-// least one interval, and jobs of a lower queue are not started and stopped again
-// before they get anywhere. A job without periodic checkpoints (it checkpoints on the
-// signal) always qualifies.
+// periodic checkpoint (`progress_s`: seconds since its run started, the restore of a
+// restarted run included, which is what dlrun counts its periodic checkpoints in):
+// within `slack_s` after one of its checkpoints at ckpt_every_s, 2 x ckpt_every_s, ...
+// It then loses at most slack_s of work, every run keeps at least one interval, and
+// jobs of a lower queue are not started and stopped again before they get anywhere. A
+// job without periodic checkpoints (it checkpoints on the signal) always qualifies.
 bool just_checkpointed(double progress_s, std::optional<double> ckpt_every_s, double slack_s);
 
 // The progress just_checkpointed may assume of a job that slurmctld sees running for
 // `whole_run_s`: Slurm's clock counts whole seconds, so now - start_time may be up to
 // a second more than the job has run, and its checkpoint due at k x ckpt_every is not
 // written yet when the run time first shows that value. The run time less that second
-// (at least 0). (dl-sim knows progress exactly.)
+// (at least 0). (dl-sim's own model knows the run time exactly.)
 double checkpointed_progress(double whole_run_s);
 
 struct VictimCandidate {
@@ -77,7 +77,7 @@ struct PreemptPair {
   bool dl_priority = false;  // site_factor/dl computes the points below
   double victim_points = 0;
   double preemptor_points = 0;
-  // Discretized queues only (just_checkpointed): the victim's work in its current run.
+  // Discretized queues only (just_checkpointed): the victim's current run time.
   double victim_progress_s = 0;
   std::optional<double> victim_ckpt_every_s;
 };

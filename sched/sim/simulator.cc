@@ -308,6 +308,20 @@ double user_time_limit(double duration_s, double u, double limit_factor, bool ro
   return std::ceil(want / kWeek) * kWeek;
 }
 
+double saved_progress(double run_s, double restore_s, double ckpt_every_s) {
+  if (!(ckpt_every_s > 0)) return 0;
+  restore_s = std::max(restore_s, 0.0);
+  // The run time of the first checkpoint that saves work after the restore. From then
+  // on every round completes when it is asked for, and the next is asked for at its
+  // start + ckpt_every (later than its end + ckpt_every / 2).
+  const double first = restore_s <= ckpt_every_s
+                           ? ckpt_every_s
+                           : std::max(2 * ckpt_every_s, restore_s + ckpt_every_s / 2);
+  if (run_s + kEps < first) return 0;
+  const double last = first + std::floor((run_s + kEps - first) / ckpt_every_s) * ckpt_every_s;
+  return std::max(0.0, last - restore_s);
+}
+
 Policy parse_policy(std::string_view name) {
   if (name == "fifo-backfill") return Policy::fifo_backfill;
   if (name == "dl") return Policy::dl;
@@ -617,9 +631,10 @@ struct Simulator::Impl {
   void preempt(std::uint32_t i) {
     Job& j = jobs[i];
     const double progress = progress_now(j);
-    const double lost = seconds_since_checkpoint(progress, o.ckpt_every_s);
-    j.work_done += progress - lost;
-    lost_gpu_s += j.hold * lost;
+    const double saved =
+        std::min(progress, saved_progress(now - j.run_start, j.run_restore, o.ckpt_every_s));
+    j.work_done += saved;
+    lost_gpu_s += j.hold * (progress - saved);
     ++preemptions;
     release(i);
     requeue(i);
@@ -707,11 +722,13 @@ struct Simulator::Impl {
         const double attained = v.attained + v.hold * (now - v.run_start);
         if (!outranks(p, points(attained, v.waited, v.hold), o.priority)) continue;
         if (o.priority.discretized() &&
-            !just_checkpointed(rule_progress(v), o.ckpt_every_s, checkpoint_slack())) {
+            !just_checkpointed(rule_run_time(v), o.ckpt_every_s, checkpoint_slack())) {
           continue;
         }
+        // The loss as preempt/dl estimates it (victim order); what the victim really
+        // loses is preempt()'s.
         candidates.push_back(
-            {r, v.hold, seconds_since_checkpoint(progress_now(v), o.ckpt_every_s), true});
+            {r, v.hold, seconds_since_checkpoint(now - v.run_start, o.ckpt_every_s), true});
         reachable += v.hold;
       }
       if (reachable >= j.hold) {
@@ -752,16 +769,15 @@ struct Simulator::Impl {
     }
   }
 
-  // The progress preempt/dl's just_checkpointed rule sees of a running job. With
-  // cons_tres_placement (the plugins as slurmctld runs them) as preempt/dl computes it:
-  // checkpointed_progress of whole seconds, so a victim qualifies from a second after its
-  // checkpoint on (rule_lag()); otherwise its exact progress. (preempt/dl counts the run
-  // time, restore included; dl-sim counts the progress after the restore, which is the
-  // same with the calibration's restore cost 0. With a restore cost, the plugin's
-  // windows miss the job's checkpoints.)
-  double rule_progress(const Job& v) const {
-    return o.cons_tres_placement ? checkpointed_progress(std::floor(progress_now(v) + kEps))
-                                 : progress_now(v);
+  // The run time preempt/dl's just_checkpointed rule sees of a running job: the time
+  // since the run started, restore included, which is also what dlrun's checkpoints
+  // count (saved_progress: with a restore no longer than ckpt_every they fall on the
+  // rule's grid). With cons_tres_placement (the plugins as slurmctld runs them) as
+  // preempt/dl computes it: checkpointed_progress of whole seconds, so a victim
+  // qualifies from a second after its checkpoint on (rule_lag()); otherwise exact.
+  double rule_run_time(const Job& v) const {
+    const double run = now - v.run_start;
+    return o.cons_tres_placement ? checkpointed_progress(std::floor(run + kEps)) : run;
   }
   double rule_lag() const { return o.cons_tres_placement ? 1.0 : 0.0; }
 
@@ -792,9 +808,9 @@ struct Simulator::Impl {
   }
 
   // Discretized queues: a running checkpointable job becomes a victim of the head when
-  // it has crossed the threshold of the head's queue and saved a periodic checkpoint;
-  // the main scheduler looks again at the first such moment (Slurm's runs every
-  // sched_interval anyway).
+  // it has crossed the threshold of the head's queue and is in preempt/dl's window
+  // after a periodic checkpoint (k x ckpt_every of run time); the main scheduler looks
+  // again at the first such moment (Slurm's runs every sched_interval anyway).
   void schedule_checkpoint_tick(std::uint32_t h) {
     if (o.policy != Policy::dl || !o.priority.discretized()) return;
     const Job& head_job = jobs[h];
@@ -808,11 +824,11 @@ struct Simulator::Impl {
       if (!v.t.checkpointable) continue;
       const double attained = v.attained + v.hold * (now - v.run_start);
       const double crossed = now + std::max(0.0, threshold - attained) / v.hold;
-      // Its first checkpoint at or after that.
-      const double base = v.run_start + v.run_restore;
+      // Its first window (k x ckpt_every of run time) at or after that.
+      const double base = v.run_start;
       const double k = std::max(1.0, std::ceil((crossed - base) / o.ckpt_every_s - 1e-9));
       double at = base + k * o.ckpt_every_s + rule_lag();
-      if (just_checkpointed(rule_progress(v), o.ckpt_every_s, checkpoint_slack()) &&
+      if (just_checkpointed(rule_run_time(v), o.ckpt_every_s, checkpoint_slack()) &&
           crossed <= now + kEps) {
         at = now;
       }

@@ -18,13 +18,17 @@
 //                  dl::choose_victims), and checkpointable jobs backfill into holes of
 //                  dl::backfill_time_min (they checkpoint and requeue when the hole closes).
 //
-// Cost model: a checkpointable job checkpoints every ckpt_every seconds of progress.
-// A preempted job is stopped at once and resumes from its last checkpoint (the work
-// since then is lost). A job stopped at the end of a backfill hole knows its deadline
-// and checkpoints in its last `grace` seconds. Either way Slurm requeues it and holds
-// it for requeue_delay before it may start again, and every restart first spends
-// `restore` seconds loading the checkpoint. Lost GPU-seconds count the rolled-back
-// work, the final checkpoints and the restores.
+// Cost model: a checkpointable job checkpoints as dlrun does (saved_progress): every
+// ckpt_every seconds of run time from the start of each run, restore included, so a
+// restarted job's first checkpoint saves ckpt_every - restore of work (with a restore
+// no longer than ckpt_every). preempt/dl judges a victim by the same run time (its
+// windows after k x ckpt_every, its estimate of the loss). A preempted job is stopped
+// at once and resumes from its last checkpoint (the work since then is lost). A job
+// stopped at the end of a backfill hole knows its deadline and checkpoints in its last
+// `grace` seconds. Either way Slurm requeues it and holds it for requeue_delay before
+// it may start again, and every restart first spends `restore` seconds loading the
+// checkpoint. Lost GPU-seconds count the rolled-back work, the final checkpoints and
+// the restores.
 #pragma once
 
 #include <cstdint>
@@ -125,6 +129,18 @@ struct Result {
 // 1, 2, 4, 8, 12, 24, 48, 72 hours, then whole weeks.
 // With round = false: to whole minutes only.
 double user_time_limit(double duration_s, double u, double limit_factor, bool round = true);
+
+// The progress (seconds of work after the restore) a run has saved in its periodic
+// checkpoints by run time `run_s` (seconds since the run started, its `restore_s` of
+// loading a checkpoint included), as dlrun writes them: it asks for the first round at
+// run time ckpt_every, for each next one at the later of the previous one's start +
+// ckpt_every and its end + ckpt_every / 2, and a round asked for while the run is still
+// restoring completes when the restore is over (rounds otherwise take no time). With
+// restore_s <= ckpt_every_s the checkpoints fall at run times ckpt_every,
+// 2 x ckpt_every, ..., on preempt/dl's grid; with a longer restore the first is at its
+// end and saves nothing new, the next at max(2 x ckpt_every, restore + ckpt_every / 2)
+// and then every ckpt_every. 0 before the first checkpoint that saves work.
+double saved_progress(double run_s, double restore_s, double ckpt_every_s);
 
 class Simulator {
  public:

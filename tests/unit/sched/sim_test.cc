@@ -229,6 +229,66 @@ TEST(Sim, DlStartsACheckpointableJobInAShorterHoleAndRequeuesItAtTheEnd) {
   EXPECT_DOUBLE_EQ(f.makespan_s, 1100 + 5000);
 }
 
+// dlrun's periodic rounds one at a time (launcher/agreement.cc, next_periodic_round):
+// the progress saved by run time t.
+double saved_by_rounds(double t, double restore, double every) {
+  double saved = 0;
+  for (double asked = every;;) {
+    const double done = std::max(asked, restore);
+    if (done > t) return saved;
+    saved = done - restore;
+    asked = std::max(asked + every, done + every / 2);
+  }
+}
+
+TEST(SavedProgress, WithoutARestoreEveryIntervalOfRunTime) {
+  EXPECT_DOUBLE_EQ(saved_progress(0, 0, 600), 0);
+  EXPECT_DOUBLE_EQ(saved_progress(599, 0, 600), 0);
+  EXPECT_DOUBLE_EQ(saved_progress(600, 0, 600), 600);
+  EXPECT_DOUBLE_EQ(saved_progress(1799, 0, 600), 1200);
+  EXPECT_DOUBLE_EQ(saved_progress(1800, 0, 600), 1800);
+}
+
+TEST(SavedProgress, AShorterRestoreKeepsTheRunTimeGrid) {
+  // The first checkpoint at run time 600 saves 600 - 60 s of work.
+  EXPECT_DOUBLE_EQ(saved_progress(-5, 60, 600), 0);
+  EXPECT_DOUBLE_EQ(saved_progress(30, 60, 600), 0);
+  EXPECT_DOUBLE_EQ(saved_progress(599, 60, 600), 0);
+  EXPECT_DOUBLE_EQ(saved_progress(600, 60, 600), 540);
+  EXPECT_DOUBLE_EQ(saved_progress(1250, 60, 600), 1140);
+  EXPECT_DOUBLE_EQ(saved_progress(1800, 60, 600), 1740);
+}
+
+TEST(SavedProgress, ARestoreOfOneIntervalSavesNothingAtTheFirstCheckpoint) {
+  EXPECT_DOUBLE_EQ(saved_progress(600, 600, 600), 0);
+  EXPECT_DOUBLE_EQ(saved_progress(1199, 600, 600), 0);
+  EXPECT_DOUBLE_EQ(saved_progress(1200, 600, 600), 600);
+}
+
+TEST(SavedProgress, ALongerRestoreMovesTheCheckpointsOffTheGrid) {
+  // The first round, due at 600, completes when the restore ends (1000) and saves
+  // nothing; the next is asked for at max(1200, 1000 + 300), then every 600 s.
+  EXPECT_DOUBLE_EQ(saved_progress(1000, 1000, 600), 0);
+  EXPECT_DOUBLE_EQ(saved_progress(1299, 1000, 600), 0);
+  EXPECT_DOUBLE_EQ(saved_progress(1300, 1000, 600), 300);
+  EXPECT_DOUBLE_EQ(saved_progress(1899, 1000, 600), 300);
+  EXPECT_DOUBLE_EQ(saved_progress(1900, 1000, 600), 900);
+  // Up to 1.5 intervals of restore the second stays on the grid.
+  EXPECT_DOUBLE_EQ(saved_progress(1200, 800, 600), 400);
+  EXPECT_DOUBLE_EQ(saved_progress(1800, 800, 600), 1000);
+}
+
+TEST(SavedProgress, IsDlrunsRoundsOneAtATime) {
+  for (const double every : {15.0, 600.0}) {
+    for (double restore = 0; restore <= 3 * every; restore += every / 20) {
+      for (double t = 0; t <= 10 * every; t += every / 40) {
+        EXPECT_DOUBLE_EQ(saved_progress(t, restore, every), saved_by_rounds(t, restore, every))
+            << "t " << t << ", restore " << restore << ", every " << every;
+      }
+    }
+  }
+}
+
 // Discretized least attained service (queues at 1000 and 100000 GPU-seconds).
 Options queues(std::uint32_t nodes, std::uint32_t gpus, double starve = 0) {
   Options o = cluster(Policy::dl, nodes, gpus);
@@ -259,6 +319,39 @@ TEST(Sim, QueuesNoPreemptionWithinAQueue) {
   EXPECT_EQ(r.preemptions, 1u);
   EXPECT_DOUBLE_EQ(r.outcomes[1].start_s, 1200);
   EXPECT_DOUBLE_EQ(r.lost_gpu_s, 60);  // its restore
+}
+
+TEST(Sim, QueuesARestartedJobIsAVictimAtItsRunTimeCheckpointsAsPreemptDlSeesIt) {
+  // A takes L at 600, L's first checkpoint (as in the first queues test); L restarts at
+  // 721 (the requeue delay), restoring until 781. dlrun checkpoints on L's run time
+  // (saved_progress): at 1321, saving 540 s of work, where preempt/dl's window opens too. B (queue
+  // 0, at 1330) preempts L at once, 9 s into that window: L loses those 9 s and its two restores.
+  // (A model with checkpoints 600 s after the restore would make B wait for the one at 1381.)
+  const std::vector<TraceJob> trace = {job(1, 0, 100000, 4, true), job(2, 300, 100, 4),
+                                       job(3, 1330, 100, 4)};
+  const Result r = simulate(trace, queues(1, 4));
+  EXPECT_EQ(r.preemptions, 2u);
+  EXPECT_DOUBLE_EQ(r.outcomes[2].start_s, 1330);
+  EXPECT_DOUBLE_EQ(r.lost_gpu_s, 4 * (9 + 60 + 60));
+  // L restarts at 1451 (B ends at 1430) with 600 + 540 s saved.
+  EXPECT_DOUBLE_EQ(r.outcomes[0].end_s, 1451 + 60 + (100000 - 1140));
+}
+
+TEST(Sim, QueuesAVictimWithALongRestoreLosesWhatItsCheckpointsHaveNotSaved) {
+  // As above with a 1000 s restore: L's second run (from 721) restores until 1721; its
+  // first checkpoint completes then and saves nothing new, its next is due at run time
+  // max(1200, 1000 + 300) = 1300 (2021). preempt/dl's window after 1200 s of run time
+  // (1921) lets B (at 1950) take L, and L loses the 229 s it worked since its restore,
+  // though the plugin expects 29.
+  const std::vector<TraceJob> trace = {job(1, 0, 100000, 4, true), job(2, 300, 100, 4),
+                                       job(3, 1950, 100, 4)};
+  Options o = queues(1, 4);
+  o.restore_s = 1000;
+  const Result r = simulate(trace, o);
+  EXPECT_EQ(r.preemptions, 2u);
+  EXPECT_DOUBLE_EQ(r.outcomes[2].start_s, 1950);
+  EXPECT_DOUBLE_EQ(r.lost_gpu_s, 4 * (229 + 1000 + 1000));
+  EXPECT_DOUBLE_EQ(r.outcomes[0].end_s, 2071 + 1000 + (100000 - 600));
 }
 
 TEST(Sim, QueuesAJobBehindABlockedHeadPreemptsForItself) {
