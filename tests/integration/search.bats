@@ -12,7 +12,8 @@
 # asha_mode: stopping; a paused trial gives its slot of max_concurrent_trials back, and a
 # resumed one waits for a free slot; a trial promoted as its job ends a rung continues in
 # that job (no new job, no resume), also across a driver kill -9 right after the decision,
-# and paused while it continues it is requeued held and resumed at its rung.
+# and paused or preempted while it continues it is requeued and resumed at its rung; a
+# trial told to end after its rung ranks there before its job has left.
 
 load helpers
 
@@ -672,15 +673,15 @@ assert fin == 3, fin  # rungs 0, 1 and 2, each once
 EOF
 }
 
-@test "search 14: a trial paused while it continues in its job is requeued held, resumed, and goes on from its checkpoint at its rung (the decisions of its job)" {
-  # One trial, rungs of 8, 16 and 32 steps at 0.2 s: it continues to rung 2 in its job,
-  # is paused there (dlrun's checkpoint, requeued held), resumed: the same job, requeued
-  # with the first rung's DL_MAX_STEPS, finds rung 2's budget through its decisions.
+# One trial, rungs of 8, 16 and 32 steps at 0.2 s, with the sbatch options $1: it continues
+# to rung 2 in its job. Started in the background; returns once it trains rung 2, with its
+# job in job.txt.
+one_trial_at_rung2() {
   cat >cont.yaml <<EOF
 name: $EXP
 trial:
   command: srun --mpi=pmix dlrun /usr/bin/python3 $DL_ROOT/examples/search_trainer.py --step-ms 200
-  sbatch: [--partition=low, --ntasks=1, --dl-grace=30s, --dl-max-restarts=0]
+  sbatch: [--partition=low, --ntasks=1, --dl-grace=30s, --dl-max-restarts=0$1]
 hyperparameters:
   lr: {type: log, minval: 0.001, maxval: 1.0}
 searcher:
@@ -697,13 +698,14 @@ EOF
   dl-search submit cont.yaml 2>driver.txt &
   echo $! >driver.pid
   wait_until 60 'reached t001 18' || { cat driver.txt; false; }
-  job=$(job_of t001)
-  grep -q "t001: job $job continues (to rung 2, 32 steps" driver.txt
-  dl-search pause "$EXP" t001
-  wait_until 60 '[ "$(job_field "$job" JobState)" = PENDING ] && [ "$(job_field "$job" Reason)" = job_requeued_in_held_state ]' ||
-    { cat driver.txt; scontrol show job "$job"; false; }
-  wait_until 30 "grep -q 't001: job $job held; its slot is free' driver.txt"
-  dl-search resume "$EXP" t001
+  job_of t001 >job.txt
+  grep -q "t001: job $(cat job.txt) continues (to rung 2, 32 steps" driver.txt
+}
+
+# The end of one_trial_at_rung2's search, its job $1 run again once: one job, rungs 0 to 2
+# in it, every step 0..31 once, the second run resumed from its checkpoint in rung 2.
+check_rung2_resumed() {
+  local job=$1
   wait "$(cat driver.pid)"
   rm driver.pid
   cat driver.txt
@@ -715,7 +717,6 @@ t1 = [o for o in d["operations"] if o["trial"] == "t001" and o["kind"] in ("crea
 assert [(o["rung"], o["continued"]) for o in t1] == [(0, False), (1, True), (2, True)], t1
 t = d["trials"][0]
 assert t["state"] == "completed" and sorted(t["rung_values"]) == ["0", "1", "2"], t'
-  # Every step 0..31 once; the second run resumed from its checkpoint in rung 2, to 32.
   dl-exp metrics "$EXP" --json | check_json '
 s = sorted(m["step"] for m in d["metrics"] if m["name"] == "loss")
 assert s == list(range(32)), s'
@@ -725,6 +726,19 @@ assert len(ev) == 2 and ev[1]["reason"].startswith("resumed from "), ev
 ck = {c["path"]: c["step"] for t in d["trials"] for c in t["checkpoints"]}
 assert 16 <= ck[ev[1]["reason"][len("resumed from "):]] < 31, (ev, ck)'
   grep -q "budget 32 .* resumed from" "$DL_EXP_ROOT/$EXP/logs/t001.$job.out"
+}
+
+@test "search 14: a trial paused while it continues in its job is requeued held, resumed, and goes on from its checkpoint at its rung (the decisions of its job)" {
+  # Paused at rung 2 (dlrun's checkpoint, requeued held), resumed: the same job, requeued
+  # with the first rung's DL_MAX_STEPS, finds rung 2's budget through its decisions.
+  one_trial_at_rung2
+  job=$(cat job.txt)
+  dl-search pause "$EXP" t001
+  wait_until 60 '[ "$(job_field "$job" JobState)" = PENDING ] && [ "$(job_field "$job" Reason)" = job_requeued_in_held_state ]' ||
+    { cat driver.txt; scontrol show job "$job"; false; }
+  wait_until 30 "grep -q 't001: job $job held; its slot is free' driver.txt"
+  dl-search resume "$EXP" t001
+  check_rung2_resumed "$job"
 }
 
 @test "search 15: a rung's value ranks once its trial is told to end, not once its job has left: a trial ending that rung meanwhile is promoted in its job" {
@@ -775,4 +789,13 @@ assert runs[1]["rung"] == 1 and runs[1]["continued"], runs
 assert runs[1]["reason"] == "promoted from rung 0 (place 1 of 2)", runs
 EOF
   [[ $output == *": rung 0 done, loss="*"; its job ends"* ]]
+}
+
+@test "search 16: a trial preempted by a high job while it continues in its job is requeued by Slurm and goes on from its checkpoint at its rung, counted once" {
+  one_trial_at_rung2 ", --dl-preemptible"
+  job=$(cat job.txt)
+  # Every node, whole: the trial's job is preempted (requeued), then runs again.
+  high=$(submit -p high -N4 --exclusive -o high.txt --wrap 'sleep 2')
+  wait_state "$high" COMPLETED 120
+  check_rung2_resumed "$job"
 }
