@@ -84,6 +84,19 @@ def rungs_of(divisor, max_rungs, budget=curves.BUDGET):
     return out
 
 
+def optuna_point(trial):
+    """A trial's point of the benchmark's space, drawn by its study's sampler:
+    (lr, width, act, momentum)."""
+    return (trial.suggest_float("lr", 1e-4, 1.0, log=True), trial.suggest_int("width", 1, 8),
+            trial.suggest_categorical("act", ACTS), trial.suggest_float("momentum", 0.0, 0.99))
+
+
+def optuna_params(trial):
+    """optuna_point's draw as the parameters enqueue_trial takes."""
+    lr, width, act, momentum = optuna_point(trial)
+    return {"lr": lr, "width": width, "act": act, "momentum": momentum}
+
+
 def optuna_run(optuna, pruner_name, seed, workers, gpu_budget, best, shape, divisor, max_rungs):
     B = curves.BUDGET
     rungs = rungs_of(divisor, max_rungs)
@@ -101,8 +114,7 @@ def optuna_run(optuna, pruner_name, seed, workers, gpu_budget, best, shape, divi
     def start(t, w):
         nonlocal n, gpu
         trial = study.ask()
-        hp = (trial.suggest_float("lr", 1e-4, 1.0, log=True), trial.suggest_int("width", 1, 8),
-              trial.suggest_categorical("act", ACTS), trial.suggest_float("momentum", 0.0, 0.99))
+        hp = optuna_point(trial)
         n += 1
         gpu += rungs[0]
         heapq.heappush(heap, (t + rungs[0], w, n, trial, hp, rungs[0]))
