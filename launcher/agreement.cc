@@ -20,9 +20,11 @@ bool answer_round_now(bool frozen, std::int64_t step, std::chrono::steady_clock:
 }
 
 std::chrono::steady_clock::time_point next_periodic_round(
-    std::chrono::steady_clock::time_point started, std::chrono::steady_clock::time_point ended,
+    std::chrono::steady_clock::time_point origin, std::chrono::steady_clock::time_point ended,
     std::chrono::steady_clock::duration every) {
-  return std::max(started + every, ended + every / 2);
+  const auto earliest = ended + every / 2 - origin;
+  const auto k = std::max<std::int64_t>(1, (earliest.count() + every.count() - 1) / every.count());
+  return origin + k * every;
 }
 
 CheckpointRound::CheckpointRound(std::uint64_t seq, std::uint32_t world_size, bool stop)

@@ -48,14 +48,17 @@ inline constexpr std::chrono::milliseconds kFreezeWait{20};
 // reports no steps (`step` < 0: none yet, or kNoClientApi), or `waited` kFreezeWait.
 bool answer_round_now(bool frozen, std::int64_t step, std::chrono::steady_clock::duration waited);
 
-// When the next periodic round (--dl-ckpt-every) starts, after a round that started at
-// `started` has ended at `ended`: `every` after the previous round started, so that
-// checkpoints come every `every` whatever a round takes (scheduling from its end would
-// stretch every interval by the round's time, and with it the work a failure loses on
-// average); but at least half an interval after it ended, so that rounds slower than
-// the interval still leave the program time to train.
+// When the next periodic round (--dl-ckpt-every) starts, after a round (of any kind) has
+// ended at `ended`, in a run that started at `origin`: the first point of the run's grid
+// (origin + k x every, where preempt/dl expects a job's checkpoints: k x --dl-ckpt-every
+// of run time) at least half an interval after it ended. So checkpoints come every
+// `every` whatever a round takes (scheduling from its end would stretch every interval by
+// the round's time, and with it the work a failure loses on average), a round slower
+// than half the interval, a round of another kind or a restore longer than the interval
+// moves the next one to a later point of the grid, never off it, and the program trains
+// at least half an interval between rounds.
 std::chrono::steady_clock::time_point next_periodic_round(
-    std::chrono::steady_clock::time_point started, std::chrono::steady_clock::time_point ended,
+    std::chrono::steady_clock::time_point origin, std::chrono::steady_clock::time_point ended,
     std::chrono::steady_clock::duration every);
 
 // Rank 0's bookkeeping for one round.

@@ -52,6 +52,7 @@ Coordinator::Coordinator(const SupervisorOptions& options, const JobSettings& jo
 }
 
 void Coordinator::start(Steady::time_point now) {
+  run_started_ = now;
   if (job_.ckpt_every) next_periodic_ = now + *job_.ckpt_every;
   next_status_ = now;
   refresh_job();
@@ -151,7 +152,6 @@ void Coordinator::want(bool stop, const std::string& why, Steady::time_point now
     return;
   }
   round_.emplace(next_seq_++, world_size_, stop);
-  round_started_ = now;
   if (stop) exp::record_event("stop_requested", why);
   round_why_ = why;
   round_deadline_ = now + job_.grace;
@@ -205,7 +205,7 @@ void Coordinator::check_round(Steady::time_point now) {
   log(LogLevel::verbose, "checkpoint round {} complete in {} ms", round_->seq(), took.count());
   round_.reset();
   target_sent_ = false;
-  if (job_.ckpt_every) next_periodic_ = next_periodic_round(round_started_, now, *job_.ckpt_every);
+  if (job_.ckpt_every) next_periodic_ = next_periodic_round(run_started_, now, *job_.ckpt_every);
   if (stop) end_run(RunEnd::stopped, kExitRequeued, why, now);
 }
 
@@ -268,8 +268,7 @@ void Coordinator::tick(Steady::time_point now) {
         round_->seq(), job_.grace.count());
     round_.reset();
     target_sent_ = false;
-    if (job_.ckpt_every)
-      next_periodic_ = next_periodic_round(round_started_, now, *job_.ckpt_every);
+    if (job_.ckpt_every) next_periodic_ = next_periodic_round(run_started_, now, *job_.ckpt_every);
   }
   // The deadline only makes sense when the job can resume from what it saves.
   if (!deadline_fired_ && !job_.ckpt_dir.empty() && job_info_) {

@@ -71,7 +71,8 @@ class Coordinator {
   std::optional<CheckpointRound> round_;
   std::string round_why_;
   Steady::time_point round_deadline_;
-  Steady::time_point round_started_;
+  // When this run started: its periodic rounds fall on run_started_ + k x --dl-ckpt-every.
+  Steady::time_point run_started_;
   Steady::time_point target_sent_at_;
   bool target_sent_ = false;
   std::uint64_t next_seq_ = 1;

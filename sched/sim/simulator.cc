@@ -311,12 +311,14 @@ double user_time_limit(double duration_s, double u, double limit_factor, bool ro
 double saved_progress(double run_s, double restore_s, double ckpt_every_s) {
   if (!(ckpt_every_s > 0)) return 0;
   restore_s = std::max(restore_s, 0.0);
-  // The run time of the first checkpoint that saves work after the restore. From then
-  // on every round completes when it is asked for, and the next is asked for at its
-  // start + ckpt_every (later than its end + ckpt_every / 2).
-  const double first = restore_s <= ckpt_every_s
-                           ? ckpt_every_s
-                           : std::max(2 * ckpt_every_s, restore_s + ckpt_every_s / 2);
+  // The run time of the first checkpoint that saves work after the restore: with a
+  // longer restore, the first point of the grid half an interval after the round that
+  // ended with the restore. From then on every round completes when it is asked for, at
+  // each point of the grid.
+  const double first =
+      restore_s <= ckpt_every_s
+          ? ckpt_every_s
+          : std::ceil((restore_s + ckpt_every_s / 2) / ckpt_every_s - kEps) * ckpt_every_s;
   if (run_s + kEps < first) return 0;
   const double last = first + std::floor((run_s + kEps - first) / ckpt_every_s) * ckpt_every_s;
   return std::max(0.0, last - restore_s);

@@ -132,14 +132,15 @@ double user_time_limit(double duration_s, double u, double limit_factor, bool ro
 
 // The progress (seconds of work after the restore) a run has saved in its periodic
 // checkpoints by run time `run_s` (seconds since the run started, its `restore_s` of
-// loading a checkpoint included), as dlrun writes them: it asks for the first round at
-// run time ckpt_every, for each next one at the later of the previous one's start +
-// ckpt_every and its end + ckpt_every / 2, and a round asked for while the run is still
-// restoring completes when the restore is over (rounds otherwise take no time). With
-// restore_s <= ckpt_every_s the checkpoints fall at run times ckpt_every,
-// 2 x ckpt_every, ..., on preempt/dl's grid; with a longer restore the first is at its
-// end and saves nothing new, the next at max(2 x ckpt_every, restore + ckpt_every / 2)
-// and then every ckpt_every. 0 before the first checkpoint that saves work.
+// loading a checkpoint included), as dlrun writes them (launcher/agreement.h,
+// next_periodic_round): it asks for the first round at run time ckpt_every, for each
+// next one at the first point of the grid k x ckpt_every at least ckpt_every / 2 after
+// the previous one ended, and a round asked for while the run is still restoring
+// completes when the restore is over (rounds otherwise take no time). So the checkpoints
+// fall on preempt/dl's grid: with restore_s <= ckpt_every_s at run times ckpt_every,
+// 2 x ckpt_every, ...; with a longer restore the first is at its end and saves nothing
+// new, the next at the first point of the grid ckpt_every / 2 after it. 0 before the
+// first checkpoint that saves work.
 double saved_progress(double run_s, double restore_s, double ckpt_every_s);
 
 class Simulator {

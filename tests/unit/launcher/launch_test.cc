@@ -340,12 +340,27 @@ TEST(Agreement, PeriodicRoundsComeEveryIntervalWhateverARoundTakes) {
   const Clock::time_point t0{};
   // A round that started at 30 s and took 0.4 s: the next one at 60 s, not 60.4 s (the
   // interval, and half of it lost on average by a failure, is what --dl-ckpt-every says).
-  EXPECT_EQ(next_periodic_round(t0 + 30s, t0 + 30400ms, 30s), t0 + 60s);
-  EXPECT_EQ(next_periodic_round(t0 + 30s, t0 + 30s, 30s), t0 + 60s);
-  // A round slower than the interval: half an interval of training after it, not
-  // back-to-back rounds.
-  EXPECT_EQ(next_periodic_round(t0 + 30s, t0 + 70s, 30s), t0 + 85s);
-  EXPECT_EQ(next_periodic_round(t0 + 30s, t0 + 50s, 30s), t0 + 65s);
+  EXPECT_EQ(next_periodic_round(t0, t0 + 30400ms, 30s), t0 + 60s);
+  EXPECT_EQ(next_periodic_round(t0, t0 + 30s, 30s), t0 + 60s);
+  // A round slower than half the interval: at least half an interval of training after
+  // it, at the next point of the grid (back-to-back rounds would leave none).
+  EXPECT_EQ(next_periodic_round(t0, t0 + 70s, 30s), t0 + 90s);
+  EXPECT_EQ(next_periodic_round(t0, t0 + 50s, 30s), t0 + 90s);
+  EXPECT_EQ(next_periodic_round(t0, t0 + 45s, 30s), t0 + 60s);
+}
+
+TEST(Agreement, PeriodicRoundsStayOnTheRunsGridWherePreemptDlExpectsThem) {
+  using Clock = std::chrono::steady_clock;
+  const Clock::time_point t0{};
+  // preempt/dl takes a victim right after k x --dl-ckpt-every of run time, as if it had
+  // just checkpointed. A round of another kind (SIGUSR1) at 40 s: the periodic one still
+  // at 60 s, not 70 s.
+  EXPECT_EQ(next_periodic_round(t0, t0 + 41s, 30s), t0 + 60s);
+  // A restore longer than the interval: the round asked for at 30 s ends when the program
+  // first steps, at 51 s; the next one at 90 s, on the grid (not at 66 s and every 30 s
+  // from there, always 6 s after preempt/dl's windows).
+  EXPECT_EQ(next_periodic_round(t0, t0 + 51s, 30s), t0 + 90s);
+  EXPECT_EQ(next_periodic_round(t0 + 5s, t0 + 51s, 30s), t0 + 95s);
 }
 
 TEST(Agreement, ARoundKnowsWhenNoProgramCanCheckpoint) {

@@ -237,7 +237,7 @@ double saved_by_rounds(double t, double restore, double every) {
     const double done = std::max(asked, restore);
     if (done > t) return saved;
     saved = done - restore;
-    asked = std::max(asked + every, done + every / 2);
+    asked = std::ceil((done + every / 2) / every - 1e-9) * every;
   }
 }
 
@@ -265,15 +265,15 @@ TEST(SavedProgress, ARestoreOfOneIntervalSavesNothingAtTheFirstCheckpoint) {
   EXPECT_DOUBLE_EQ(saved_progress(1200, 600, 600), 600);
 }
 
-TEST(SavedProgress, ALongerRestoreMovesTheCheckpointsOffTheGrid) {
+TEST(SavedProgress, ALongerRestoreMovesTheNextCheckpointToALaterPointOfTheGrid) {
   // The first round, due at 600, completes when the restore ends (1000) and saves
-  // nothing; the next is asked for at max(1200, 1000 + 300), then every 600 s.
+  // nothing; the next is at the first point of the grid after 1000 + 300: 1800.
   EXPECT_DOUBLE_EQ(saved_progress(1000, 1000, 600), 0);
-  EXPECT_DOUBLE_EQ(saved_progress(1299, 1000, 600), 0);
-  EXPECT_DOUBLE_EQ(saved_progress(1300, 1000, 600), 300);
-  EXPECT_DOUBLE_EQ(saved_progress(1899, 1000, 600), 300);
-  EXPECT_DOUBLE_EQ(saved_progress(1900, 1000, 600), 900);
-  // Up to 1.5 intervals of restore the second stays on the grid.
+  EXPECT_DOUBLE_EQ(saved_progress(1300, 1000, 600), 0);
+  EXPECT_DOUBLE_EQ(saved_progress(1799, 1000, 600), 0);
+  EXPECT_DOUBLE_EQ(saved_progress(1800, 1000, 600), 800);
+  EXPECT_DOUBLE_EQ(saved_progress(2400, 1000, 600), 1400);
+  // Up to 1.5 intervals of restore the second is at 2 intervals.
   EXPECT_DOUBLE_EQ(saved_progress(1200, 800, 600), 400);
   EXPECT_DOUBLE_EQ(saved_progress(1800, 800, 600), 1000);
 }
@@ -340,9 +340,9 @@ TEST(Sim, QueuesARestartedJobIsAVictimAtItsRunTimeCheckpointsAsPreemptDlSeesIt) 
 TEST(Sim, QueuesAVictimWithALongRestoreLosesWhatItsCheckpointsHaveNotSaved) {
   // As above with a 1000 s restore: L's second run (from 721) restores until 1721; its
   // first checkpoint completes then and saves nothing new, its next is due at run time
-  // max(1200, 1000 + 300) = 1300 (2021). preempt/dl's window after 1200 s of run time
-  // (1921) lets B (at 1950) take L, and L loses the 229 s it worked since its restore,
-  // though the plugin expects 29.
+  // 1800 (2521), the first point of the grid half an interval after. preempt/dl's window
+  // after 1200 s of run time (1921) lets B (at 1950) take L, and L loses the 229 s it
+  // worked since its restore, though the plugin expects 29.
   const std::vector<TraceJob> trace = {job(1, 0, 100000, 4, true), job(2, 300, 100, 4),
                                        job(3, 1950, 100, 4)};
   Options o = queues(1, 4);
