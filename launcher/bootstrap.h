@@ -8,9 +8,9 @@
 #include <optional>
 #include <string>
 
+#include "core/net.h"
 #include "launcher/launch.h"
 #include "launcher/nccl_id.h"
-#include "launcher/net.h"
 #include "launcher/pmix_session.h"
 #include "launcher/resume.h"
 

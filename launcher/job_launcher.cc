@@ -16,10 +16,10 @@
 
 #include "core/error.h"
 #include "core/log.h"
+#include "core/net.h"
 #include "core/signals.h"
 #include "launcher/control.h"
 #include "launcher/launch.h"
-#include "launcher/net.h"
 #include "launcher/program.h"
 #include "launcher/resume.h"
 #include "launcher/run_end.h"

@@ -15,10 +15,10 @@
 
 #include "core/error.h"
 #include "core/log.h"
+#include "core/net.h"
 #include "core/signals.h"
 #include "launcher/launch.h"
 #include "launcher/local_launch.h"
-#include "launcher/net.h"
 #include "launcher/program.h"
 
 namespace dl {

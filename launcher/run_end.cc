@@ -7,7 +7,7 @@
 
 #include "core/error.h"
 #include "core/log.h"
-#include "launcher/net.h"
+#include "core/net.h"
 #include "launcher/recovery.h"
 #include "launcher/restart_state.h"
 #include "launcher/resume.h"

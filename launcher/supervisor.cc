@@ -16,6 +16,7 @@
 
 #include "core/error.h"
 #include "core/log.h"
+#include "core/net.h"
 #include "core/node_down.h"
 #include "core/signals.h"
 #include "core/step_files.h"
@@ -25,7 +26,6 @@
 #include "launcher/coordinator.h"
 #include "launcher/hang_watch.h"
 #include "launcher/launch.h"
-#include "launcher/net.h"
 #include "launcher/pmix_session.h"
 #include "launcher/program.h"
 #include "launcher/rank_log.h"

@@ -1,4 +1,4 @@
-#include "launcher/net.h"
+#include "core/net.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
