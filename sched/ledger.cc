@@ -58,6 +58,16 @@ void ServiceLedger::end_wait(Entry& e, std::int64_t at) {
   e.wait = {};
 }
 
+void ServiceLedger::observe(std::uint32_t job, const JobSnapshot& s, std::int64_t now) {
+  if (s.running) {
+    running(job, s.start, s.gpus, now);
+  } else if (s.pending && !s.completing && !s.held) {
+    pending(job, std::max(s.submit, s.begin), now);
+  } else {
+    stopped(job, s.finished || s.completing ? s.end : 0);
+  }
+}
+
 void ServiceLedger::running(std::uint32_t job, std::int64_t start, std::uint32_t gpus,
                             std::int64_t now) {
   Entry& e = jobs_[job];
