@@ -62,6 +62,13 @@ void ServiceLedger::observe(std::uint32_t job, const JobSnapshot& s, std::int64_
   if (s.running) {
     running(job, s.start, s.gpus, now);
   } else if (s.pending && !s.completing && !s.held) {
+    // Requeued and not seen completing: Slurm has reset its EndTime, but its new
+    // SubmitTime is when it left its nodes, which ends its run better than the last
+    // sample that saw it running (up to an interval before).
+    const auto it = jobs_.find(job);
+    if (it != jobs_.end() && it->second.run.start != 0 && s.submit > it->second.run.start) {
+      end_run(it->second, std::min<std::int64_t>(s.submit, now));
+    }
     pending(job, std::max(s.submit, s.begin), now);
   } else {
     stopped(job, s.finished || s.completing ? s.end : 0);

@@ -32,7 +32,8 @@ class ServiceLedger {
   // A job requeued by preemption is PENDING and COMPLETING until its nodes have cleaned
   // up, and only then does Slurm give it a new SubmitTime and a BeginTime after the
   // requeue hold (batch_requeue_fini): until then it still carries the first
-  // submission's time, so it is not waiting yet (its run ended at `end`).
+  // submission's time, so it is not waiting yet (its run ended at `end`). Once it has
+  // its new SubmitTime, its run ended then (Slurm has reset its EndTime).
   void observe(std::uint32_t job, const JobSnapshot& s, std::int64_t now);
 
   // The job is running, started at `start` (epoch seconds) on `gpus` GPUs. A start

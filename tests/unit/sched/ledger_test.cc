@@ -72,6 +72,28 @@ TEST(Ledger, ARequeuedJobStillCompletingHasNotStartedWaiting) {
   EXPECT_DOUBLE_EQ(l.attained(7, 1110), 64 + 40);
 }
 
+TEST(Ledger, ARequeuedJobsRunEndsWhenSlurmResubmitsIt) {
+  // Runs from 1000 on 4 GPUs, last seen running at 1015, preempted at 1016 and through
+  // its requeue (SubmitTime 1016, BeginTime 1027) before the next sample: its run ended
+  // at 1016 (as dl-sim counts it), not when it was last seen running.
+  ServiceLedger l;
+  JobSnapshot s;
+  s.running = true;
+  s.start = 1000;
+  s.gpus = 4;
+  s.submit = 900;
+  l.observe(7, s, 1015);
+  s = {};
+  s.pending = true;
+  s.submit = 1016;
+  s.begin = 1027;
+  l.observe(7, s, 1017);
+  EXPECT_DOUBLE_EQ(l.attained(7, 1017), 64);
+  l.observe(7, s, 1030);
+  EXPECT_DOUBLE_EQ(l.attained(7, 1030), 64);
+  EXPECT_DOUBLE_EQ(l.waited(7, 1030), 3);
+}
+
 TEST(Ledger, ANewStartTimeEndsAMissedRun) {
   ServiceLedger l;
   l.running(7, 1000, 1, 1100);
