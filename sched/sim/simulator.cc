@@ -785,12 +785,12 @@ struct Simulator::Impl {
   // count (saved_progress: with a restore no longer than ckpt_every they fall on the
   // rule's grid). With cons_tres_placement (the plugins as slurmctld runs them) as
   // preempt/dl computes it: checkpointed_progress of whole seconds, so a victim
-  // qualifies from a second after its checkpoint on (rule_lag()); otherwise exact.
+  // qualifies from two seconds after its checkpoint on (rule_lag()); otherwise exact.
   double rule_run_time(const Job& v) const {
     const double run = now - v.run_start;
     return o.cons_tres_placement ? checkpointed_progress(std::floor(run + kEps)) : run;
   }
-  double rule_lag() const { return o.cons_tres_placement ? 1.0 : 0.0; }
+  double rule_lag() const { return o.cons_tres_placement ? 2.0 : 0.0; }
 
   // How long after a periodic checkpoint a job may still be a victim: preempt/dl's two
   // site-factor intervals.
