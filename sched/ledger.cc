@@ -58,6 +58,23 @@ void ServiceLedger::end_wait(Entry& e, std::int64_t at) {
   e.wait = {};
 }
 
+void ServiceLedger::observe(std::uint32_t job, const JobSnapshot& s, std::int64_t now) {
+  if (s.running) {
+    running(job, s.start, s.gpus, now);
+  } else if (s.pending && !s.completing && !s.held) {
+    // Requeued and not seen completing: Slurm has reset its EndTime, but its new
+    // SubmitTime is when it left its nodes, which ends its run better than the last
+    // sample that saw it running (up to an interval before).
+    const auto it = jobs_.find(job);
+    if (it != jobs_.end() && it->second.run.start != 0 && s.submit > it->second.run.start) {
+      end_run(it->second, std::min<std::int64_t>(s.submit, now));
+    }
+    pending(job, std::max(s.submit, s.begin), now);
+  } else {
+    stopped(job, s.finished || s.completing ? s.end : 0);
+  }
+}
+
 void ServiceLedger::running(std::uint32_t job, std::int64_t start, std::uint32_t gpus,
                             std::int64_t now) {
   Entry& e = jobs_[job];

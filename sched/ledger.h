@@ -12,8 +12,30 @@
 
 namespace dl {
 
+// What slurmctld shows of a job at one sample, in the ledger's terms (epoch seconds).
+struct JobSnapshot {
+  bool running = false;
+  bool pending = false;     // Slurm's base state PENDING
+  bool completing = false;  // JOB_COMPLETING: its nodes are still cleaning up
+  bool finished = false;
+  bool held = false;  // priority 0, or no details to tell when it may start
+  std::int64_t start = 0;
+  std::int64_t submit = 0;
+  std::int64_t begin = 0;
+  std::int64_t end = 0;  // when its run ended, if finished or completing
+  std::uint32_t gpus = 0;
+};
+
 class ServiceLedger {
  public:
+  // One sample of the job as slurmctld shows it: running(), pending() or stopped().
+  // A job requeued by preemption is PENDING and COMPLETING until its nodes have cleaned
+  // up, and only then does Slurm give it a new SubmitTime and a BeginTime after the
+  // requeue hold (batch_requeue_fini): until then it still carries the first
+  // submission's time, so it is not waiting yet (its run ended at `end`). Once it has
+  // its new SubmitTime, its run ended then (Slurm has reset its EndTime).
+  void observe(std::uint32_t job, const JobSnapshot& s, std::int64_t now);
+
   // The job is running, started at `start` (epoch seconds) on `gpus` GPUs. A start
   // time different from the one seen before means a new run: the previous run is
   // counted up to when it was last seen running. A wait in progress ends at `start`.

@@ -25,7 +25,7 @@ bool just_checkpointed(double progress_s, std::optional<double> ckpt_every_s, do
   return since <= slack_s;
 }
 
-double checkpointed_progress(double whole_run_s) { return std::max(0.0, whole_run_s - 1.0); }
+double checkpointed_progress(double whole_run_s) { return std::max(0.0, whole_run_s - 2.0); }
 
 std::vector<VictimCandidate> victim_order(std::vector<VictimCandidate> candidates) {
   candidates.erase(std::remove_if(candidates.begin(), candidates.end(),

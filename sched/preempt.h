@@ -28,8 +28,10 @@ bool just_checkpointed(double progress_s, std::optional<double> ckpt_every_s, do
 // The progress just_checkpointed may assume of a job that slurmctld sees running for
 // `whole_run_s`: Slurm's clock counts whole seconds, so now - start_time may be up to
 // a second more than the job has run, and its checkpoint due at k x ckpt_every is not
-// written yet when the run time first shows that value. The run time less that second
-// (at least 0). (dl-sim's own model knows the run time exactly.)
+// written yet when the run time first shows that value; nor a second later when the
+// job's program started a fraction of a second after Slurm started the job late in a
+// second. The run time less two seconds (at least 0). (dl-sim's own model knows the
+// run time exactly.)
 double checkpointed_progress(double whole_run_s);
 
 struct VictimCandidate {

@@ -46,14 +46,20 @@ Plugin& plugin() {
 }
 
 void observe(ServiceLedger& ledger, const job_record_t* job, std::time_t now) {
-  if (IS_JOB_RUNNING(job)) {
-    ledger.running(job->job_id, job->start_time, allocated_gpus(job), now);
-  } else if (IS_JOB_PENDING(job) && job->priority != 0 && job->details) {
-    const std::time_t eligible = std::max(job->details->submit_time, job->details->begin_time);
-    ledger.pending(job->job_id, eligible, now);
-  } else {
-    ledger.stopped(job->job_id, IS_JOB_FINISHED(job) || IS_JOB_COMPLETING(job) ? job->end_time : 0);
+  JobSnapshot s;
+  s.running = IS_JOB_RUNNING(job);
+  s.pending = IS_JOB_PENDING(job);
+  s.completing = IS_JOB_COMPLETING(job);
+  s.finished = IS_JOB_FINISHED(job);
+  s.held = job->priority == 0 || !job->details;
+  s.start = job->start_time;
+  if (job->details) {
+    s.submit = job->details->submit_time;
+    s.begin = job->details->begin_time;
   }
+  s.end = job->end_time;
+  s.gpus = s.running ? allocated_gpus(job) : 0;
+  ledger.observe(job->job_id, s, now);
 }
 
 // Observes the job and gives it its site factor. Caller holds `mutex`.

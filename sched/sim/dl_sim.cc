@@ -68,6 +68,7 @@ int main(int argc, char** argv) {
   std::string priority_text;
   bool json = false;
   std::string outcomes_path;
+  std::string runs_path;
   dl::sim::Options o;
   app.add_option("trace", trace_path,
                  "trace CSV (columns by header name: job_id,submit_s,duration_s,num_gpu[,user]"
@@ -88,6 +89,9 @@ int main(int argc, char** argv) {
   app.add_flag("--json", json, "print the metrics as one JSON object");
   app.add_option("--outcomes", outcomes_path,
                  "write every job's submit, start and end (CSV: job_id,submit_s,start_s,end_s)");
+  app.add_option("--runs", runs_path,
+                 "write every start, preemption, end of the requeue hold and end (CSV: "
+                 "job_id,time_s,event,work_done_s)");
   app.add_option("--restore-cost", o.restore_s,
                  "seconds a restarted job spends loading its checkpoint")
       ->capture_default_str()
@@ -187,7 +191,19 @@ int main(int argc, char** argv) {
     } catch (const dl::InputError& e) {
       throw dl::InputError(trace_path + ": " + e.what());
     }
+    o.record_runs = !runs_path.empty();
     const auto result = dl::sim::simulate(std::move(jobs), o);
+    if (!runs_path.empty()) {
+      std::ofstream out(runs_path, std::ios::binary | std::ios::trunc);
+      out << "job_id,time_s,event,work_done_s\n";
+      for (const auto& e : result.runs) {
+        out << fmt::format("{},{},{},{}\n", e.job, e.t, e.event, e.work_done_s);
+      }
+      out.close();
+      if (!out) {
+        throw dl::SystemError(fmt::format("cannot write {}: {}", runs_path, std::strerror(errno)));
+      }
+    }
     if (!outcomes_path.empty()) {
       std::ofstream out(outcomes_path, std::ios::binary | std::ios::trunc);
       out << "job_id,submit_s,start_s,end_s\n";

@@ -561,6 +561,13 @@ struct Simulator::Impl {
   }
 
   // ---------------------------------------------------------------- runs
+  std::vector<RunEvent> runs;
+  void record(std::uint32_t i, const char* event) {
+    if (!o.record_runs) return;
+    const Job& j = jobs[i];
+    runs.push_back({j.t.name.empty() ? std::to_string(j.t.id) : j.t.name, now, event, j.work_done});
+  }
+
   double progress_now(const Job& j) const {
     return std::max(0.0, now - j.run_start - j.run_restore);
   }
@@ -583,6 +590,7 @@ struct Simulator::Impl {
     j.est_end = now + (slot_end ? *slot_end - now : j.limit);
     const double end = slot_end ? std::min(*slot_end, j.completion) : j.completion;
     events.push({end, Kind::end, i, ++j.epoch});
+    record(i, "start");
     j.running_pos = running.size();
     running.push_back(i);
     ++version;
@@ -610,6 +618,7 @@ struct Simulator::Impl {
     Job& j = jobs[i];
     j.state = State::done;
     j.finish = now;
+    record(i, "end");
     ++done;
   }
 
@@ -620,6 +629,7 @@ struct Simulator::Impl {
     const double checkpointing = std::min(working, o.grace_s);
     j.work_done += working - checkpointing;
     lost_gpu_s += j.hold * checkpointing;
+    record(i, "deadline");
     release(i);
     requeue(i);
   }
@@ -637,6 +647,7 @@ struct Simulator::Impl {
         std::min(progress, saved_progress(now - j.run_start, j.run_restore, o.ckpt_every_s));
     j.work_done += saved;
     lost_gpu_s += j.hold * (progress - saved);
+    record(i, "preempt");
     ++preemptions;
     release(i);
     requeue(i);
@@ -776,12 +787,12 @@ struct Simulator::Impl {
   // count (saved_progress: with a restore no longer than ckpt_every they fall on the
   // rule's grid). With cons_tres_placement (the plugins as slurmctld runs them) as
   // preempt/dl computes it: checkpointed_progress of whole seconds, so a victim
-  // qualifies from a second after its checkpoint on (rule_lag()); otherwise exact.
+  // qualifies from two seconds after its checkpoint on (rule_lag()); otherwise exact.
   double rule_run_time(const Job& v) const {
     const double run = now - v.run_start;
     return o.cons_tres_placement ? checkpointed_progress(std::floor(run + kEps)) : run;
   }
-  double rule_lag() const { return o.cons_tres_placement ? 1.0 : 0.0; }
+  double rule_lag() const { return o.cons_tres_placement ? 2.0 : 0.0; }
 
   // How long after a periodic checkpoint a job may still be a victim: preempt/dl's two
   // site-factor intervals.
@@ -1183,7 +1194,10 @@ struct Simulator::Impl {
           continue;
         }
         if (e.kind == Kind::eligible) {
-          if (j.state == State::requeued && j.epoch == e.epoch) enqueue(e.job);
+          if (j.state == State::requeued && j.epoch == e.epoch) {
+            record(e.job, "eligible");
+            enqueue(e.job);
+          }
           continue;
         }
         if (j.state != State::running || j.epoch != e.epoch) continue;
@@ -1216,6 +1230,7 @@ struct Simulator::Impl {
       r.outcomes.push_back({j.t.id, j.t.name.empty() ? std::to_string(j.t.id) : j.t.name,
                             j.t.submit_s, j.first_start, j.finish});
     }
+    r.runs = runs;
     std::sort(jct.begin(), jct.end());
     const auto pct = [&](double q) {
       const auto k = static_cast<std::size_t>(std::ceil(q * static_cast<double>(jct.size())));

@@ -73,7 +73,8 @@ struct Options {
   // Slurm holds a requeued job for the credential lifetime (AuthInfo cred_expire,
   // 120 s by default) plus one second before it may start again.
   double requeue_delay_s = 121;
-  PriorityParams priority;  // dl: weights, aging and the preemption margin, or queues
+  bool record_runs = false;  // Result::runs
+  PriorityParams priority;   // dl: weights, aging and the preemption margin, or queues
   // dl: gangs shaped as job_submit/dl's --dl-placement=even (dl::even_split, shared
   // nodes) and, when that does not fit now, another even split (dl::even_splits),
   // instead of its default pack shape (whole exclusive nodes).
@@ -101,6 +102,16 @@ struct JobOutcome {
   double end_s = 0;    // completion
 };
 
+// A run's events, in time order, when Options::record_runs: "start", "preempt",
+// "deadline" (stopped at the end of a backfill hole), "eligible" (the requeue hold is
+// over) and "end". work_done_s: the work its checkpoints have saved at that point.
+struct RunEvent {
+  std::string job;  // the trace's job_id
+  double t = 0;
+  std::string event;
+  double work_done_s = 0;
+};
+
 struct Result {
   std::size_t jobs = 0;
   double avg_jct_s = 0;
@@ -120,6 +131,7 @@ struct Result {
   std::uint64_t preemptions = 0;
   double lost_gpu_s = 0;
   std::vector<JobOutcome> outcomes;  // in submit order
+  std::vector<RunEvent> runs;        // with Options::record_runs
 };
 
 // The time limit a user gives a job of `duration_s` seconds: the duration times

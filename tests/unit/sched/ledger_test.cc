@@ -32,6 +32,68 @@ TEST(Ledger, AddsUpRunsAndWaitsAcrossRequeues) {
   EXPECT_DOUBLE_EQ(l.attained(7, 9999), 180);
 }
 
+TEST(Ledger, ARequeuedJobStillCompletingHasNotStartedWaiting) {
+  // Submitted at 900, runs from 1000 on 4 GPUs, preempted at 1016. Slurm makes it
+  // PENDING|COMPLETING at once but gives it a new SubmitTime (1017) and its BeginTime
+  // after the requeue hold (1028) only when its nodes have cleaned up: a sample in
+  // between must not count it waiting since 900 (its first wait again, and its run).
+  ServiceLedger l;
+  JobSnapshot s;
+  s.pending = true;
+  s.submit = 900;
+  l.observe(7, s, 950);
+  s = {};
+  s.running = true;
+  s.start = 1000;
+  s.gpus = 4;
+  s.submit = 900;
+  l.observe(7, s, 1010);
+  s.running = false;
+  s.pending = true;
+  s.completing = true;
+  s.end = 1016;
+  s.gpus = 0;
+  l.observe(7, s, 1016);
+  l.observe(7, s, 1017);
+  EXPECT_DOUBLE_EQ(l.waited(7, 1017), 100);
+  EXPECT_DOUBLE_EQ(l.attained(7, 1017), 64);
+  s.completing = false;
+  s.submit = 1017;
+  s.begin = 1028;
+  l.observe(7, s, 1018);
+  l.observe(7, s, 1050);
+  EXPECT_DOUBLE_EQ(l.waited(7, 1050), 100 + 22);
+  s = {};
+  s.running = true;
+  s.start = 1100;
+  s.gpus = 4;
+  l.observe(7, s, 1100);
+  EXPECT_DOUBLE_EQ(l.waited(7, 1200), 100 + 72);
+  EXPECT_DOUBLE_EQ(l.attained(7, 1110), 64 + 40);
+}
+
+TEST(Ledger, ARequeuedJobsRunEndsWhenSlurmResubmitsIt) {
+  // Runs from 1000 on 4 GPUs, last seen running at 1015, preempted at 1016 and through
+  // its requeue (SubmitTime 1016, BeginTime 1027) before the next sample: its run ended
+  // at 1016 (as dl-sim counts it), not when it was last seen running.
+  ServiceLedger l;
+  JobSnapshot s;
+  s.running = true;
+  s.start = 1000;
+  s.gpus = 4;
+  s.submit = 900;
+  l.observe(7, s, 1015);
+  s = {};
+  s.pending = true;
+  s.submit = 1016;
+  s.begin = 1027;
+  l.observe(7, s, 1017);
+  EXPECT_DOUBLE_EQ(l.attained(7, 1017), 64);
+  l.observe(7, s, 1030);
+  EXPECT_DOUBLE_EQ(l.attained(7, 1030), 64);
+  EXPECT_DOUBLE_EQ(l.waited(7, 1030), 3);
+}
+
 TEST(Ledger, ANewStartTimeEndsAMissedRun) {
   ServiceLedger l;
   l.running(7, 1000, 1, 1100);

@@ -497,6 +497,35 @@ TEST(Sim, ConsTresDlVictimsQualifyASecondAfterTheirCheckpointAsPreemptDlSeesThem
   EXPECT_DOUBLE_EQ(r.lost_gpu_s, 4 * (2 + 60));  // 2 s of work and its restore
 }
 
+TEST(Sim, RecordsEachRunOfAPreemptedJob) {
+  // The scenario above: V runs from 0, is preempted at 32 with 30 s saved, may start
+  // again after the requeue hold (43), and ends once it has done its 600 s.
+  const std::vector<TraceJob> trace = {job(1, 0, 600, 4, true), job(2, 0, 600, 4),
+                                       job(3, 1, 100, 8), job(4, 20, 60, 4)};
+  Options o = slurm_dl(2, 4, "queues=60s:240s,interval=1s");
+  o.ckpt_every_s = 15;
+  o.requeue_delay_s = 11;
+  o.record_runs = true;
+  const Result r = simulate(trace, o);
+  std::vector<RunEvent> v;
+  for (const auto& e : r.runs) {
+    if (e.job == "1") v.push_back(e);
+  }
+  ASSERT_GE(v.size(), 5u);
+  EXPECT_EQ(v[0].event, "start");
+  EXPECT_DOUBLE_EQ(v[0].t, 0);
+  EXPECT_EQ(v[1].event, "preempt");
+  EXPECT_DOUBLE_EQ(v[1].t, 32);
+  EXPECT_DOUBLE_EQ(v[1].work_done_s, 30);
+  EXPECT_EQ(v[2].event, "eligible");
+  EXPECT_DOUBLE_EQ(v[2].t, 43);
+  EXPECT_EQ(v[3].event, "start");
+  EXPECT_GE(v[3].t, 43);
+  EXPECT_EQ(v.back().event, "end");
+  EXPECT_DOUBLE_EQ(v.back().t, r.outcomes[0].end_s);
+  EXPECT_TRUE(simulate(trace, slurm_dl(2, 4, "queues=60s:240s,interval=1s")).runs.empty());
+}
+
 TEST(Sim, ConsTresDlBackfillPreemptsOnlyOffTheNodesReservedForHigherJobs) {
   // As above, but N and V end at 120 and H (8 GPUs) reserves both nodes from then on.
   // L (4 GPUs) would run past 120: Slurm's backfill keeps it off H's nodes, so it does
