@@ -187,6 +187,40 @@ UniqueFd connect_tcp(const std::string& address, std::uint16_t port,
   return fd;
 }
 
+bool tcp_answers(const std::string& host, std::uint16_t port, std::chrono::milliseconds timeout,
+                 std::string& why) {
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_NUMERICSERV;
+  addrinfo* found = nullptr;
+  const std::string service = std::to_string(port);
+  if (const int rc = getaddrinfo(host.c_str(), service.c_str(), &hints, &found); rc != 0) {
+    why = fmt::format("{}: {}", host, gai_strerror(rc));
+    return false;
+  }
+  const AddrInfoPtr ai(found);
+  UniqueFd fd(socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+  if (!fd) fail("create a TCP socket");
+  if (connect(fd.get(), ai->ai_addr, ai->ai_addrlen) == 0) return true;
+  if (errno != EINPROGRESS) {
+    why = std::strerror(errno);
+    return false;
+  }
+  pollfd p{fd.get(), POLLOUT, 0};
+  int rc = 0;
+  while ((rc = poll(&p, 1, static_cast<int>(timeout.count()))) < 0 && errno == EINTR) {
+  }
+  if (rc == 0) {
+    why = fmt::format("no answer in {} ms", timeout.count());
+    return false;
+  }
+  int err = 0;
+  socklen_t len = sizeof err;
+  if (rc < 0 || getsockopt(fd.get(), SOL_SOCKET, SO_ERROR, &err, &len) != 0) err = errno;
+  if (err != 0) why = std::strerror(err);
+  return err == 0;
+}
+
 std::optional<Accepted> accept_connection(int listener) {
   sockaddr_storage ss{};
   socklen_t len = sizeof ss;

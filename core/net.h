@@ -1,5 +1,5 @@
-// The few socket operations dlrun needs, each checked once: errors name the call, the
-// address and strerror.
+// The few socket operations dlrun and spank_dl.so need, each checked once: errors name
+// the call, the address and strerror.
 #pragma once
 
 #include <chrono>
@@ -43,6 +43,13 @@ std::string resolve(const std::string& host);
 // silently dead peer (a node gone) is noticed within seconds.
 UniqueFd connect_tcp(const std::string& address, std::uint16_t port,
                      std::chrono::milliseconds timeout);
+
+// Whether a TCP connection to `host` (a name or an address) and `port` is accepted within
+// `timeout` (a node's slurmd, say): false, with the reason in `why`, when the name does
+// not resolve, the connection is refused or nothing answers. Throws dl::SystemError only
+// when this host cannot make a socket: that is no evidence about the other one.
+bool tcp_answers(const std::string& host, std::uint16_t port, std::chrono::milliseconds timeout,
+                 std::string& why);
 
 struct Accepted {
   UniqueFd fd;

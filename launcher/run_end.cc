@@ -83,13 +83,10 @@ CulpritVerdict judge_run_culprit(const JobSettings& job, const std::optional<Cul
 bool node_answers(const std::string& node) {
   const slurm::NodeInfo info = slurm::load_node(node);
   if (info.not_responding) return false;
-  try {
-    net::connect_tcp(net::resolve(info.address), info.port, std::chrono::seconds(3));
-    return true;
-  } catch (const SystemError& e) {
-    log(LogLevel::verbose, "node {}: {}", node, e.what());
-    return false;
-  }
+  std::string why;
+  if (net::tcp_answers(info.address, info.port, std::chrono::seconds(3), why)) return true;
+  log(LogLevel::verbose, "node {}: {}", node, why);
+  return false;
 }
 
 RunOutcome conclude_run(const JobSettings& job, std::uint32_t max_stalled_restarts, RunEnd end,

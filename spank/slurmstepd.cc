@@ -4,10 +4,8 @@
 // as root, after the step's tasks are gone.
 #include <fcntl.h>
 #include <fmt/format.h>
-#include <netdb.h>
 #include <poll.h>
 #include <spawn.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -28,6 +26,7 @@
 #include "core/drain.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "core/net.h"
 #include "core/node_down.h"
 #include "core/private_dir.h"
 #include "core/spec.h"
@@ -278,42 +277,6 @@ void record_step(spank_t sp) {
   log(LogLevel::info, "drained node {}: {}", *node, d.reason);
 }
 
-// Whether a TCP connection to `address`:`port` is accepted within `timeout`.
-bool tcp_answers(const std::string& address, std::uint16_t port, std::chrono::milliseconds timeout,
-                 std::string& why) {
-  addrinfo hints{};
-  hints.ai_socktype = SOCK_STREAM;
-  hints.ai_flags = AI_NUMERICSERV;
-  addrinfo* found = nullptr;
-  const std::string service = std::to_string(port);
-  if (const int rc = getaddrinfo(address.c_str(), service.c_str(), &hints, &found); rc != 0) {
-    why = fmt::format("{}: {}", address, gai_strerror(rc));
-    return false;
-  }
-  const std::unique_ptr<addrinfo, decltype(&freeaddrinfo)> list(found, freeaddrinfo);
-  const sys::Fd fd(socket(found->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0),
-                   "socket");
-  if (fd.get() < 0) throw SystemError(std::string("socket: ") + std::strerror(errno));
-  if (connect(fd.get(), found->ai_addr, found->ai_addrlen) == 0) return true;
-  if (errno != EINPROGRESS) {
-    why = std::strerror(errno);
-    return false;
-  }
-  pollfd p{fd.get(), POLLOUT, 0};
-  int rc = 0;
-  while ((rc = poll(&p, 1, static_cast<int>(timeout.count()))) < 0 && errno == EINTR) {
-  }
-  if (rc == 0) {
-    why = fmt::format("no answer in {} ms", timeout.count());
-    return false;
-  }
-  int err = 0;
-  socklen_t len = sizeof err;
-  if (rc < 0 || getsockopt(fd.get(), SOL_SOCKET, SO_ERROR, &err, &len) != 0) err = errno;
-  if (err != 0) why = std::strerror(err);
-  return err == 0;
-}
-
 // The node of a sinfo line, for `node` (a plain host name).
 NodeLine load_node_line(const std::string& node) {
   std::string out;
@@ -362,7 +325,7 @@ void check_batch_host(spank_t sp) {
   while (verdict == ProbeVerdict::undecided &&
          answered.size() < static_cast<std::size_t>(kMaxProbes)) {
     if (!answered.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(500));
-    answered.push_back(tcp_answers(node.address, node.port, std::chrono::seconds(1), why));
+    answered.push_back(net::tcp_answers(node.address, node.port, std::chrono::seconds(1), why));
     verdict = judge_probes(answered);
   }
   if (verdict != ProbeVerdict::dead) {
