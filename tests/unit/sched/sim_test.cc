@@ -483,9 +483,9 @@ TEST(Sim, ConsTresDlJobsBelowABlockedHeadPreemptInTheBackfillPass) {
   EXPECT_EQ(r.preemptions, 1u);
 }
 
-TEST(Sim, ConsTresDlVictimsQualifyASecondAfterTheirCheckpointAsPreemptDlSeesThem) {
+TEST(Sim, ConsTresDlVictimsQualifyTwoSecondsAfterTheirCheckpointAsPreemptDlSeesThem) {
   // As above with a backfill pass every 2 s: V saves its checkpoint at 30, but preempt/dl
-  // counts it written only once V's whole-second run time is past 30 by a second
+  // counts it written only once V's whole-second run time is past 30 by two seconds
   // (checkpointed_progress): L preempts V at 32, not at 30.
   const std::vector<TraceJob> trace = {job(1, 0, 600, 4, true), job(2, 0, 600, 4),
                                        job(3, 1, 100, 8), job(4, 20, 60, 4)};
