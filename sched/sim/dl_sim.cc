@@ -32,6 +32,16 @@ std::string read_all(const std::string& path) {
   return text.str();
 }
 
+// Writes the CSV `header` line and the rows `write_rows(out)` writes to `path`.
+template <typename WriteRows>
+void write_csv(const std::string& path, const char* header, WriteRows write_rows) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << header << "\n";
+  write_rows(out);
+  out.close();
+  if (!out) throw dl::SystemError(fmt::format("cannot write {}: {}", path, std::strerror(errno)));
+}
+
 void print_result(const dl::sim::Result& r, const dl::sim::Options& o, bool json) {
   if (json) {
     const nlohmann::ordered_json j = {
@@ -194,27 +204,18 @@ int main(int argc, char** argv) {
     o.record_runs = !runs_path.empty();
     const auto result = dl::sim::simulate(std::move(jobs), o);
     if (!runs_path.empty()) {
-      std::ofstream out(runs_path, std::ios::binary | std::ios::trunc);
-      out << "job_id,time_s,event,work_done_s\n";
-      for (const auto& e : result.runs) {
-        out << fmt::format("{},{},{},{}\n", e.job, e.t, e.event, e.work_done_s);
-      }
-      out.close();
-      if (!out) {
-        throw dl::SystemError(fmt::format("cannot write {}: {}", runs_path, std::strerror(errno)));
-      }
+      write_csv(runs_path, "job_id,time_s,event,work_done_s", [&](std::ofstream& out) {
+        for (const auto& e : result.runs) {
+          out << fmt::format("{},{},{},{}\n", e.job, e.t, e.event, e.work_done_s);
+        }
+      });
     }
     if (!outcomes_path.empty()) {
-      std::ofstream out(outcomes_path, std::ios::binary | std::ios::trunc);
-      out << "job_id,submit_s,start_s,end_s\n";
-      for (const auto& j : result.outcomes) {
-        out << fmt::format("{},{},{},{}\n", j.name, j.submit_s, j.start_s, j.end_s);
-      }
-      out.close();
-      if (!out) {
-        throw dl::SystemError(
-            fmt::format("cannot write {}: {}", outcomes_path, std::strerror(errno)));
-      }
+      write_csv(outcomes_path, "job_id,submit_s,start_s,end_s", [&](std::ofstream& out) {
+        for (const auto& j : result.outcomes) {
+          out << fmt::format("{},{},{},{}\n", j.name, j.submit_s, j.start_s, j.end_s);
+        }
+      });
     }
     print_result(result, o, json);
     return 0;
