@@ -64,12 +64,17 @@ teardown() { cancel_all; }
   wait_state "$low" 'PENDING|RUNNING|CONFIGURING' 30
 }
 
-@test "minicluster: up twice, status, env and down on a second cluster" {
+@test "minicluster: up twice (with more SchedulerParameters), status, env and down on a second cluster" {
   mc="$DL_ROOT/scripts/minicluster"
   dir="$DL_BUILD_DIR/test-clusters/mc2" # munged must reach it
   port=$((${DL_MINICLUSTER_PORT_BASE:-16800} + 1100))
-  "$mc" up --dir "$dir" --port-base "$port" --nodes 2 --gpus-per-node 1
-  "$mc" up --dir "$dir" --port-base "$port" --nodes 2 --gpus-per-node 1
+  run "$mc" up --dir "$dir" --port-base "$port" --sched-params 'a b'
+  [ "$status" -ne 0 ]
+  [ "$output" = "minicluster: --sched-params=a b: expected key[=value][,key[=value]...] (slurm.conf(5), SchedulerParameters)" ]
+  "$mc" up --dir "$dir" --port-base "$port" --nodes 2 --gpus-per-node 1 --sched-params batch_sched_delay=0
+  "$mc" up --dir "$dir" --port-base "$port" --nodes 2 --gpus-per-node 1 --sched-params batch_sched_delay=0
+  SLURM_CONF="$dir/slurm.conf" run scontrol show config
+  [[ "$output" == *"SchedulerParameters     = bf_interval=2,bf_continue,preempt_strict_order,batch_sched_delay=0"* ]]
   run "$mc" status --dir "$dir"
   [ "$status" -eq 0 ]
   [ "$(echo "$output" | grep -c ': running')" -eq 4 ] # munged, slurmctld, 2 slurmd
