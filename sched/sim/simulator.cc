@@ -712,6 +712,32 @@ struct Simulator::Impl {
     return preempt_for(i, nullptr);
   }
 
+  // The running jobs preempt/dl offers Slurm as victims of job j now
+  // (preempt_p_preemptable): checkpointable, outranked by the margin and, with
+  // discretized queues, within the window after a periodic checkpoint.
+  std::vector<std::uint32_t> victim_candidates(const Job& j) const {
+    // The points site_factor/dl would give them; preempt/dl's rule on them.
+    const auto points = [&](double attained, double wait, std::uint32_t gpus) {
+      return o.priority.discretized()
+                 ? static_cast<double>(site_factor(attained, wait, o.priority, gpus))
+                 : priority_points(attained, wait, o.priority);
+    };
+    const double p = points(j.attained, j.waited + now - j.eligible, j.hold);
+    std::vector<std::uint32_t> out;
+    for (const auto r : running) {
+      const Job& v = jobs[r];
+      if (!v.t.checkpointable) continue;
+      const double attained = v.attained + v.hold * (now - v.run_start);
+      if (!outranks(p, points(attained, v.waited, v.hold), o.priority)) continue;
+      if (o.priority.discretized() &&
+          !just_checkpointed(rule_run_time(v), o.ckpt_every_s, checkpoint_slack())) {
+        continue;
+      }
+      out.push_back(r);
+    }
+    return out;
+  }
+
   // The victims job i may preempt to start now, on nodes outside `off` (null: any),
   // and its placement then; no allocation when there are none. Changes nothing.
   Decision preempt_for(std::uint32_t i, const std::vector<char>* off) const {
@@ -720,24 +746,10 @@ struct Simulator::Impl {
     const Job& j = jobs[i];
     std::vector<Alloc> alloc;
     {
-      // The points site_factor/dl would give them; preempt/dl's rule on them.
-      const auto points = [&](double attained, double wait, std::uint32_t gpus) {
-        return o.priority.discretized()
-                   ? static_cast<double>(site_factor(attained, wait, o.priority, gpus))
-                   : priority_points(attained, wait, o.priority);
-      };
-      const double p = points(j.attained, j.waited + now - j.eligible, j.hold);
       std::vector<VictimCandidate> candidates;
       std::int64_t reachable = free_total;
-      for (const auto r : running) {
+      for (const auto r : victim_candidates(j)) {
         const Job& v = jobs[r];
-        if (!v.t.checkpointable) continue;
-        const double attained = v.attained + v.hold * (now - v.run_start);
-        if (!outranks(p, points(attained, v.waited, v.hold), o.priority)) continue;
-        if (o.priority.discretized() &&
-            !just_checkpointed(rule_run_time(v), o.ckpt_every_s, checkpoint_slack())) {
-          continue;
-        }
         // The loss as preempt/dl estimates it (victim order); what the victim really
         // loses is preempt()'s.
         candidates.push_back(
@@ -991,6 +1003,11 @@ struct Simulator::Impl {
       std::uint32_t node, gpus;
     };
     std::vector<Release> releases;
+    // The dl policy: preempt/dl's victim candidates for the job being tested (sorted).
+    // The will-run test removes them from its map before anything else (_build_cr_job_list):
+    // a job that cannot start now even by preempting them is expected, and reserved,
+    // as if they were gone, not at their time limits.
+    std::vector<std::uint32_t> gone;
     // cons_tres' will-run test (_will_run_test in select/cons_common/job_test.c) frees
     // the running jobs in batches, those that end within a time window of the first
     // (30 s, aligned to it, doubled after each batch), and reports a start at the last
@@ -999,6 +1016,7 @@ struct Simulator::Impl {
     const auto collect_releases = [&] {
       releases.clear();
       for (const auto r : running) {
+        if (std::binary_search(gone.begin(), gone.end(), r)) continue;
         for (const auto& a : jobs[r].alloc) {
           releases.push_back({std::max(jobs[r].est_end, now), a.node, a.gpus});
         }
@@ -1047,6 +1065,14 @@ struct Simulator::Impl {
       const std::uint32_t i = order[k];
       const Job& j = jobs[i];
       if (j.state != State::pending) continue;
+      if (dl && backfill_preempts()) {
+        std::vector<std::uint32_t> candidates = victim_candidates(j);
+        std::sort(candidates.begin(), candidates.end());
+        if (candidates != gone) {
+          gone = std::move(candidates);
+          collect_releases();
+        }
+      }
       const double need = need_of(j);
       const double last =
           now +
@@ -1063,11 +1089,20 @@ struct Simulator::Impl {
       double at = kInf;
       std::vector<Alloc> alloc;
       bool preempted = false;
+      bool gone_freed = gone.empty();
       while (true) {
         // The next candidate start: a release or the end of a reservation.
         double c = next_time < times.size() ? times[next_time] : kInf;
         if (next_release < releases.size()) c = std::min(c, releases[next_release].t);
         if (c > last || c == kInf) break;
+        if (!gone_freed && c > now) {
+          // Now is tested below by preempting them; later starts count them gone.
+          for (const auto g : gone) {
+            for (const auto& a : jobs[g].alloc) level[a.node] += a.gpus;
+            total += jobs[g].hold;
+          }
+          gone_freed = true;
+        }
         while (next_release < releases.size() && releases[next_release].t <= c) {
           level[releases[next_release].node] += releases[next_release].gpus;
           total += releases[next_release].gpus;

@@ -541,6 +541,23 @@ TEST(Sim, ConsTresDlBackfillPreemptsOnlyOffTheNodesReservedForHigherJobs) {
   EXPECT_GE(r.outcomes[3].start_s, 120);
 }
 
+TEST(Sim, ConsTresDlBackfillReservesAJobWhereItsVictimCandidatesAreGone) {
+  // 2 nodes x 4 GPUs: V (checkpointable, 2 GPUs, queue 1 from 30 s, a victim from 32)
+  // and N0 (2 GPUs, until 120) on node 0, N1 (4 GPUs, until 600) on node 1. H (4 GPUs)
+  // heads the queue and cannot start by preempting V alone. cons_tres' will-run test
+  // removes H's victim candidates first: H is expected at 120 on node 0 (V gone, N0
+  // ended), not at 600, and reserved there; L (2 GPUs, 2-minute limit) would run into
+  // that reservation, so it does not preempt V at 32 (as slurmctld did not in the
+  // calibration's run calib-dl-1d at 64 s).
+  const std::vector<TraceJob> trace = {job(1, 0, 600, 2, true), job(2, 0, 120, 2),
+                                       job(3, 0, 600, 4), job(4, 1, 60, 4), job(5, 20, 100, 2)};
+  Options o = slurm_dl(2, 4, "queues=60s:240s,interval=1s");
+  o.ckpt_every_s = 15;
+  o.requeue_delay_s = 11;
+  const Result r = simulate(trace, o);
+  EXPECT_GE(r.outcomes[4].start_s, 120);  // L: not at 32 by preempting V
+}
+
 TEST(Sim, FifoRoundsReservationsOnTheControllersClock) {
   // One node x 4 GPUs: A (2 GPUs) from 40 with a 2-minute limit, B (4 GPUs) waits for
   // its end (160), C (2 GPUs, 1 minute) could run from 90 (the backfill pass) to 150.
