@@ -1164,6 +1164,8 @@ struct Simulator::Impl {
       if (alloc.empty()) throw std::logic_error("dl-sim: backfill found no placement");
       if (at <= now) {
         start(i, alloc, std::nullopt);
+        // The will-run tests of the jobs after it see it run until its time limit.
+        collect_releases();
         continue;
       }
       Resv r{floor_res(at), floor_res(at + need), {}};

@@ -147,6 +147,23 @@ TEST(Sim, FifoExpectsAStartWhenABatchOfEndingJobsHasEnded) {
   EXPECT_DOUBLE_EQ(start_of(r, 3), 180);
 }
 
+// A job the backfill pass starts is running for the will-run tests of the jobs after it
+// in the same pass: its GPUs come back at its time limit.
+TEST(Sim, BackfillExpectsTheJobsItStartedToEndAtTheirLimits) {
+  // 2 nodes x 4 GPUs: A (4 GPUs) on node 0 until 1020, P (2 GPUs) on node 1 until 120.
+  // B (8 GPUs) heads the queue. The pass at 30 starts S (1 GPU, until 90) on node 1; H
+  // (4 GPUs) is then expected on node 1 at 120 (S and P ended) and reserved there, so
+  // L (1 GPU, 9 minutes) would run into H's reservation and waits. With S's GPUs never
+  // coming back, H would be expected on node 0 at 1020 and L would start at 30.
+  const std::vector<TraceJob> trace = {job(1, 0, 1020, 4), job(2, 0, 120, 2), job(3, 1, 60, 8),
+                                       job(4, 2, 60, 1),   job(5, 3, 240, 4), job(6, 4, 540, 1)};
+  Options o = cluster(Policy::fifo_backfill, 2, 4);
+  o.round_limits = false;
+  const Result r = simulate(trace, o);
+  EXPECT_DOUBLE_EQ(start_of(r, 4), 30);  // S
+  EXPECT_GE(start_of(r, 6), 120);        // L
+}
+
 // Users give round time limits (Tsafrir et al.), well above what their jobs need.
 TEST(Sim, UserTimeLimitsAreRoundAndNeverShort) {
   for (const double d : {1.0, 59.0, 61.0, 500.0, 3599.0, 3601.0, 40000.0, 400000.0}) {
