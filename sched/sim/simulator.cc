@@ -1059,6 +1059,8 @@ struct Simulator::Impl {
     };
     std::vector<std::uint32_t> level(o.nodes), masked(o.nodes, 0), avail(o.nodes);
     std::vector<char> off(o.nodes, 0);
+    // GPUs of victims preempted in this pass for a job that has not started yet.
+    std::vector<std::uint32_t> held(o.nodes, 0);
     std::uint32_t stamp = 0;
     for (std::size_t k = 0; k < order.size(); ++k) {
       if (shortcuts && (reach[k] == 0 || free_total == 0)) return;
@@ -1085,23 +1087,32 @@ struct Simulator::Impl {
       std::sort(times.begin(), times.end());
       level = free;
       std::int64_t total = free_total;
+      for (std::uint32_t node = 0; node < o.nodes; ++node) {
+        level[node] -= held[node];
+        total -= held[node];
+      }
       std::size_t next_release = 0, next_time = 0;
       double at = kInf;
       std::vector<Alloc> alloc;
       bool preempted = false;
-      bool gone_freed = gone.empty();
+      bool later = false;
       while (true) {
         // The next candidate start: a release or the end of a reservation.
         double c = next_time < times.size() ? times[next_time] : kInf;
         if (next_release < releases.size()) c = std::min(c, releases[next_release].t);
         if (c > last || c == kInf) break;
-        if (!gone_freed && c > now) {
-          // Now is tested below by preempting them; later starts count them gone.
+        if (!later && c > now) {
+          // Now is tested below by preempting them; later starts count them gone, and
+          // the GPUs held for a preemptor free.
           for (const auto g : gone) {
             for (const auto& a : jobs[g].alloc) level[a.node] += a.gpus;
             total += jobs[g].hold;
           }
-          gone_freed = true;
+          for (std::uint32_t node = 0; node < o.nodes; ++node) {
+            level[node] += held[node];
+            total += held[node];
+          }
+          later = true;
         }
         while (next_release < releases.size() && releases[next_release].t <= c) {
           level[releases[next_release].node] += releases[next_release].gpus;
@@ -1141,13 +1152,30 @@ struct Simulator::Impl {
           // The will-run test with the preemptable jobs gone (preempt/dl's candidates):
           // a start now, and Slurm preempts them for it (on nodes no higher job's
           // reservation holds).
-          for (std::uint32_t node = 0; node < o.nodes; ++node) off[node] = masked[node] == stamp;
+          for (std::uint32_t node = 0; node < o.nodes; ++node) {
+            off[node] = masked[node] == stamp || held[node] > 0;
+          }
           const Decision d = preempt_for(i, &off);
           if (!d.victims.empty() && !d.alloc.empty()) {
-            for (const auto v : d.victims) preempt(static_cast<std::uint32_t>(v));
-            std::vector<Alloc> got;
-            for (const auto& [node, gpus] : d.alloc) got.push_back({node, gpus});
-            start(i, got, std::nullopt);
+            for (const auto v : d.victims) {
+              for (const auto& a : jobs[v].alloc) held[a.node] += a.gpus;
+              preempt(static_cast<std::uint32_t>(v));
+            }
+            // Slurm's start fails while the victims are being requeued ("Requested nodes
+            // are busy"); the main scheduler, which runs right after the requeue, starts
+            // the preemptor only if no higher job waits (it stops at the first that
+            // cannot start), else the next backfill pass does. Until then no lower job
+            // of this pass gets the victims' GPUs.
+            bool head = true;
+            for (std::size_t h = 0; h < k && head; ++h) {
+              head = jobs[order[h]].state != State::pending;
+            }
+            if (head) {
+              std::vector<Alloc> got;
+              for (const auto& [node, gpus] : d.alloc) got.push_back({node, gpus});
+              start(i, got, std::nullopt);
+              for (const auto& a : jobs[i].alloc) held[a.node] -= std::min(held[a.node], a.gpus);
+            }
             collect_releases();
             preempted = true;
             break;
