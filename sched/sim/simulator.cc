@@ -712,6 +712,32 @@ struct Simulator::Impl {
     return preempt_for(i, nullptr);
   }
 
+  // The running jobs preempt/dl offers Slurm as victims of job j now
+  // (preempt_p_preemptable): checkpointable, outranked by the margin and, with
+  // discretized queues, within the window after a periodic checkpoint.
+  std::vector<std::uint32_t> victim_candidates(const Job& j) const {
+    // The points site_factor/dl would give them; preempt/dl's rule on them.
+    const auto points = [&](double attained, double wait, std::uint32_t gpus) {
+      return o.priority.discretized()
+                 ? static_cast<double>(site_factor(attained, wait, o.priority, gpus))
+                 : priority_points(attained, wait, o.priority);
+    };
+    const double p = points(j.attained, j.waited + now - j.eligible, j.hold);
+    std::vector<std::uint32_t> out;
+    for (const auto r : running) {
+      const Job& v = jobs[r];
+      if (!v.t.checkpointable) continue;
+      const double attained = v.attained + v.hold * (now - v.run_start);
+      if (!outranks(p, points(attained, v.waited, v.hold), o.priority)) continue;
+      if (o.priority.discretized() &&
+          !just_checkpointed(rule_run_time(v), o.ckpt_every_s, checkpoint_slack())) {
+        continue;
+      }
+      out.push_back(r);
+    }
+    return out;
+  }
+
   // The victims job i may preempt to start now, on nodes outside `off` (null: any),
   // and its placement then; no allocation when there are none. Changes nothing.
   Decision preempt_for(std::uint32_t i, const std::vector<char>* off) const {
@@ -720,24 +746,10 @@ struct Simulator::Impl {
     const Job& j = jobs[i];
     std::vector<Alloc> alloc;
     {
-      // The points site_factor/dl would give them; preempt/dl's rule on them.
-      const auto points = [&](double attained, double wait, std::uint32_t gpus) {
-        return o.priority.discretized()
-                   ? static_cast<double>(site_factor(attained, wait, o.priority, gpus))
-                   : priority_points(attained, wait, o.priority);
-      };
-      const double p = points(j.attained, j.waited + now - j.eligible, j.hold);
       std::vector<VictimCandidate> candidates;
       std::int64_t reachable = free_total;
-      for (const auto r : running) {
+      for (const auto r : victim_candidates(j)) {
         const Job& v = jobs[r];
-        if (!v.t.checkpointable) continue;
-        const double attained = v.attained + v.hold * (now - v.run_start);
-        if (!outranks(p, points(attained, v.waited, v.hold), o.priority)) continue;
-        if (o.priority.discretized() &&
-            !just_checkpointed(rule_run_time(v), o.ckpt_every_s, checkpoint_slack())) {
-          continue;
-        }
         // The loss as preempt/dl estimates it (victim order); what the victim really
         // loses is preempt()'s.
         candidates.push_back(
@@ -991,6 +1003,11 @@ struct Simulator::Impl {
       std::uint32_t node, gpus;
     };
     std::vector<Release> releases;
+    // The dl policy: preempt/dl's victim candidates for the job being tested (sorted).
+    // The will-run test removes them from its map before anything else (_build_cr_job_list):
+    // a job that cannot start now even by preempting them is expected, and reserved,
+    // as if they were gone, not at their time limits.
+    std::vector<std::uint32_t> gone;
     // cons_tres' will-run test (_will_run_test in select/cons_common/job_test.c) frees
     // the running jobs in batches, those that end within a time window of the first
     // (30 s, aligned to it, doubled after each batch), and reports a start at the last
@@ -999,6 +1016,7 @@ struct Simulator::Impl {
     const auto collect_releases = [&] {
       releases.clear();
       for (const auto r : running) {
+        if (std::binary_search(gone.begin(), gone.end(), r)) continue;
         for (const auto& a : jobs[r].alloc) {
           releases.push_back({std::max(jobs[r].est_end, now), a.node, a.gpus});
         }
@@ -1041,12 +1059,22 @@ struct Simulator::Impl {
     };
     std::vector<std::uint32_t> level(o.nodes), masked(o.nodes, 0), avail(o.nodes);
     std::vector<char> off(o.nodes, 0);
+    // GPUs of victims preempted in this pass for a job that has not started yet.
+    std::vector<std::uint32_t> held(o.nodes, 0);
     std::uint32_t stamp = 0;
     for (std::size_t k = 0; k < order.size(); ++k) {
       if (shortcuts && (reach[k] == 0 || free_total == 0)) return;
       const std::uint32_t i = order[k];
       const Job& j = jobs[i];
       if (j.state != State::pending) continue;
+      if (dl && backfill_preempts()) {
+        std::vector<std::uint32_t> candidates = victim_candidates(j);
+        std::sort(candidates.begin(), candidates.end());
+        if (candidates != gone) {
+          gone = std::move(candidates);
+          collect_releases();
+        }
+      }
       const double need = need_of(j);
       const double last =
           now +
@@ -1059,15 +1087,33 @@ struct Simulator::Impl {
       std::sort(times.begin(), times.end());
       level = free;
       std::int64_t total = free_total;
+      for (std::uint32_t node = 0; node < o.nodes; ++node) {
+        level[node] -= held[node];
+        total -= held[node];
+      }
       std::size_t next_release = 0, next_time = 0;
       double at = kInf;
       std::vector<Alloc> alloc;
       bool preempted = false;
+      bool later = false;
       while (true) {
         // The next candidate start: a release or the end of a reservation.
         double c = next_time < times.size() ? times[next_time] : kInf;
         if (next_release < releases.size()) c = std::min(c, releases[next_release].t);
         if (c > last || c == kInf) break;
+        if (!later && c > now) {
+          // Now is tested below by preempting them; later starts count them gone, and
+          // the GPUs held for a preemptor free.
+          for (const auto g : gone) {
+            for (const auto& a : jobs[g].alloc) level[a.node] += a.gpus;
+            total += jobs[g].hold;
+          }
+          for (std::uint32_t node = 0; node < o.nodes; ++node) {
+            level[node] += held[node];
+            total += held[node];
+          }
+          later = true;
+        }
         while (next_release < releases.size() && releases[next_release].t <= c) {
           level[releases[next_release].node] += releases[next_release].gpus;
           total += releases[next_release].gpus;
@@ -1106,13 +1152,30 @@ struct Simulator::Impl {
           // The will-run test with the preemptable jobs gone (preempt/dl's candidates):
           // a start now, and Slurm preempts them for it (on nodes no higher job's
           // reservation holds).
-          for (std::uint32_t node = 0; node < o.nodes; ++node) off[node] = masked[node] == stamp;
+          for (std::uint32_t node = 0; node < o.nodes; ++node) {
+            off[node] = masked[node] == stamp || held[node] > 0;
+          }
           const Decision d = preempt_for(i, &off);
           if (!d.victims.empty() && !d.alloc.empty()) {
-            for (const auto v : d.victims) preempt(static_cast<std::uint32_t>(v));
-            std::vector<Alloc> got;
-            for (const auto& [node, gpus] : d.alloc) got.push_back({node, gpus});
-            start(i, got, std::nullopt);
+            for (const auto v : d.victims) {
+              for (const auto& a : jobs[v].alloc) held[a.node] += a.gpus;
+              preempt(static_cast<std::uint32_t>(v));
+            }
+            // Slurm's start fails while the victims are being requeued ("Requested nodes
+            // are busy"); the main scheduler, which runs right after the requeue, starts
+            // the preemptor only if no higher job waits (it stops at the first that
+            // cannot start), else the next backfill pass does. Until then no lower job
+            // of this pass gets the victims' GPUs.
+            bool head = true;
+            for (std::size_t h = 0; h < k && head; ++h) {
+              head = jobs[order[h]].state != State::pending;
+            }
+            if (head) {
+              std::vector<Alloc> got;
+              for (const auto& [node, gpus] : d.alloc) got.push_back({node, gpus});
+              start(i, got, std::nullopt);
+              for (const auto& a : jobs[i].alloc) held[a.node] -= std::min(held[a.node], a.gpus);
+            }
             collect_releases();
             preempted = true;
             break;
@@ -1129,6 +1192,8 @@ struct Simulator::Impl {
       if (alloc.empty()) throw std::logic_error("dl-sim: backfill found no placement");
       if (at <= now) {
         start(i, alloc, std::nullopt);
+        // The will-run tests of the jobs after it see it run until its time limit.
+        collect_releases();
         continue;
       }
       Resv r{floor_res(at), floor_res(at + need), {}};

@@ -88,8 +88,9 @@ struct Options {
   // backfill pass is Slurm's (node reservations for every pending job within
   // bf_window, the shape placed as cons_tres places it, every bf_interval), jobs below
   // a blocked head preempt only there (Slurm's main scheduler stops at the head) and
-  // only off the nodes reserved for higher jobs. (That pass does not start jobs in
-  // shorter holes of their time_min.)
+  // only off the nodes reserved for higher jobs, and a job's reservation counts its
+  // victim candidates gone, as cons_tres' will-run test does. (That pass does not start
+  // jobs in shorter holes of their time_min.)
   bool cons_tres_placement = false;
 };
 

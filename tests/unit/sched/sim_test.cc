@@ -147,6 +147,23 @@ TEST(Sim, FifoExpectsAStartWhenABatchOfEndingJobsHasEnded) {
   EXPECT_DOUBLE_EQ(start_of(r, 3), 180);
 }
 
+// A job the backfill pass starts is running for the will-run tests of the jobs after it
+// in the same pass: its GPUs come back at its time limit.
+TEST(Sim, BackfillExpectsTheJobsItStartedToEndAtTheirLimits) {
+  // 2 nodes x 4 GPUs: A (4 GPUs) on node 0 until 1020, P (2 GPUs) on node 1 until 120.
+  // B (8 GPUs) heads the queue. The pass at 30 starts S (1 GPU, until 90) on node 1; H
+  // (4 GPUs) is then expected on node 1 at 120 (S and P ended) and reserved there, so
+  // L (1 GPU, 9 minutes) would run into H's reservation and waits. With S's GPUs never
+  // coming back, H would be expected on node 0 at 1020 and L would start at 30.
+  const std::vector<TraceJob> trace = {job(1, 0, 1020, 4), job(2, 0, 120, 2), job(3, 1, 60, 8),
+                                       job(4, 2, 60, 1),   job(5, 3, 240, 4), job(6, 4, 540, 1)};
+  Options o = cluster(Policy::fifo_backfill, 2, 4);
+  o.round_limits = false;
+  const Result r = simulate(trace, o);
+  EXPECT_DOUBLE_EQ(start_of(r, 4), 30);  // S
+  EXPECT_GE(start_of(r, 6), 120);        // L
+}
+
 // Users give round time limits (Tsafrir et al.), well above what their jobs need.
 TEST(Sim, UserTimeLimitsAreRoundAndNeverShort) {
   for (const double d : {1.0, 59.0, 61.0, 500.0, 3599.0, 3601.0, 40000.0, 400000.0}) {
@@ -472,6 +489,9 @@ TEST(Sim, ConsTresDlJobsBelowABlockedHeadPreemptInTheBackfillPass) {
   // 0) may preempt V within 2 s after a checkpoint. Slurm's main scheduler tries no job
   // below a blocked head: L preempts V in a backfill pass (every 4 s here, which runs
   // even though nothing was released), the first one in V's window after 30: at 32.
+  // Slurm cannot start L in that pass (V's nodes are busy until it is requeued) and its
+  // main scheduler still stops at H: the next pass starts L, at 36 (slurmctld started
+  // 4 of 28 preemptors so, 2.00 s after the preemption, in the calibration's calib-dl-1d).
   const std::vector<TraceJob> trace = {job(1, 0, 600, 4, true), job(2, 0, 600, 4),
                                        job(3, 1, 100, 8), job(4, 20, 60, 4)};
   Options o = slurm_dl(2, 4, "queues=60s:240s,interval=1s");
@@ -479,21 +499,21 @@ TEST(Sim, ConsTresDlJobsBelowABlockedHeadPreemptInTheBackfillPass) {
   o.requeue_delay_s = 11;
   o.bf_interval_s = 4;
   const Result r = simulate(trace, o);
-  EXPECT_DOUBLE_EQ(r.outcomes[3].start_s, 32);
+  EXPECT_DOUBLE_EQ(r.outcomes[3].start_s, 36);
   EXPECT_EQ(r.preemptions, 1u);
 }
 
 TEST(Sim, ConsTresDlVictimsQualifyTwoSecondsAfterTheirCheckpointAsPreemptDlSeesThem) {
   // As above with a backfill pass every 2 s: V saves its checkpoint at 30, but preempt/dl
   // counts it written only once V's whole-second run time is past 30 by two seconds
-  // (checkpointed_progress): L preempts V at 32, not at 30.
+  // (checkpointed_progress): L preempts V at 32, not at 30, and starts in the next pass.
   const std::vector<TraceJob> trace = {job(1, 0, 600, 4, true), job(2, 0, 600, 4),
                                        job(3, 1, 100, 8), job(4, 20, 60, 4)};
   Options o = slurm_dl(2, 4, "queues=60s:240s,interval=1s");
   o.ckpt_every_s = 15;
   o.requeue_delay_s = 11;
   const Result r = simulate(trace, o);
-  EXPECT_DOUBLE_EQ(r.outcomes[3].start_s, 32);
+  EXPECT_DOUBLE_EQ(r.outcomes[3].start_s, 34);
   EXPECT_DOUBLE_EQ(r.lost_gpu_s, 4 * (2 + 60));  // 2 s of work and its restore
 }
 
@@ -539,6 +559,23 @@ TEST(Sim, ConsTresDlBackfillPreemptsOnlyOffTheNodesReservedForHigherJobs) {
   const Result r = simulate(trace, o);
   EXPECT_EQ(r.preemptions, 0u);
   EXPECT_GE(r.outcomes[3].start_s, 120);
+}
+
+TEST(Sim, ConsTresDlBackfillReservesAJobWhereItsVictimCandidatesAreGone) {
+  // 2 nodes x 4 GPUs: V (checkpointable, 2 GPUs, queue 1 from 30 s, a victim from 32)
+  // and N0 (2 GPUs, until 120) on node 0, N1 (4 GPUs, until 600) on node 1. H (4 GPUs)
+  // heads the queue and cannot start by preempting V alone. cons_tres' will-run test
+  // removes H's victim candidates first: H is expected at 120 on node 0 (V gone, N0
+  // ended), not at 600, and reserved there; L (2 GPUs, 2-minute limit) would run into
+  // that reservation, so it does not preempt V at 32 (as slurmctld did not in the
+  // calibration's run calib-dl-1d at 64 s).
+  const std::vector<TraceJob> trace = {job(1, 0, 600, 2, true), job(2, 0, 120, 2),
+                                       job(3, 0, 600, 4), job(4, 1, 60, 4), job(5, 20, 100, 2)};
+  Options o = slurm_dl(2, 4, "queues=60s:240s,interval=1s");
+  o.ckpt_every_s = 15;
+  o.requeue_delay_s = 11;
+  const Result r = simulate(trace, o);
+  EXPECT_GE(r.outcomes[4].start_s, 120);  // L: not at 32 by preempting V
 }
 
 TEST(Sim, FifoRoundsReservationsOnTheControllersClock) {
