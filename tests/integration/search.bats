@@ -408,17 +408,19 @@ job_of() { squeue -h --states=all --me -o '%i|%j' | sed -n "s/|dls\.$EXP\.$1\.[0
   [ "$rc" -eq 137 ]
   grep -q "t003: stop requested" driver.txt
   [ "$(job_field "$(job_of t003)" JobState)" = RUNNING ]
+  # Pause t002 between rungs: once its rung-0 job has ended (before or after t003's stop,
+  # whichever the machine's pace gives), while no driver runs, so that none can promote
+  # it first. It is not promoted while paused (t004 ends rung 0 meanwhile), and the
+  # search does not end without it.
+  wait_until 60 '[ "$(job_field "$(job_of t002)" JobState)" = COMPLETED ]'
+  dl-search pause "$EXP" t002
   dl-search drive "$EXP" 2>driver2.txt &
   echo $! >driver.pid
   wait_until 30 '[ "$(job_field "$(job_of t003)" JobState)" = CANCELLED ]'
   run dl-search stop "$EXP" t003
   [ "$status" -eq 2 ]
   [ "$output" = "dl-search: stop: trial 't003' of search '$EXP' is stopped; only a running or waiting trial can be stopped" ]
-  # Pause t002, waiting at rung 0: it is not promoted while paused (t004, which took
-  # t003's slot, ends rung 0 meanwhile), and the search does not end without it.
-  wait_until 60 "dl-search status $EXP | grep -q '^t002   waiting '"
-  dl-search pause "$EXP" t002
-  wait_until 60 'grep -q "t004: rung 0 done" driver2.txt'
+  wait_until 60 'cat driver.txt driver2.txt | grep -q "t004: rung 0 done"'
   run grep -q "t002: job [0-9]* (resume" driver2.txt
   [ "$status" -ne 0 ]
   run dl-search status "$EXP"
