@@ -299,6 +299,7 @@ open(path, "wb").write(data)
 
 @test "an Open MPI program (MPI_Init, MPI_Allreduce) runs correctly under dlrun on 4 nodes" {
   run run_srun -N4 --ntasks-per-node=2 --mpi=pmix "$DLRUN" "$DL_BUILD_DIR/tests/integration/mpi_allreduce"
+  echo "$output" # on a failure: what each rank and dlrun said (CI saw it hang once)
   [ "$status" -eq 0 ]
   [ "$(echo "$output" | grep -c 'mpi rank=[0-7] size=8 sum=28$')" -eq 8 ]
   [ "$(echo "$output" | grep -o 'mpi rank=[0-7]' | sort -u | wc -l)" -eq 8 ]
