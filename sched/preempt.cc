@@ -77,10 +77,14 @@ bool outranks(double preemptor_points, double victim_points, const PriorityParam
   return preemptor_points >= victim_points + p.margin();
 }
 
-bool may_preempt(const PreemptPair& pair, const PriorityParams& p) {
+std::optional<bool> partitions_decide(const PreemptPair& pair) {
   if (pair.victim_mode_off) return false;
-  if (pair.victim_tier < pair.preemptor_tier) return true;
-  if (pair.victim_tier > pair.preemptor_tier) return false;
+  if (pair.victim_tier != pair.preemptor_tier) return pair.victim_tier < pair.preemptor_tier;
+  return std::nullopt;
+}
+
+bool may_preempt(const PreemptPair& pair, const PriorityParams& p) {
+  if (const auto decided = partitions_decide(pair)) return *decided;
   return pair.victim_dl_preemptible && pair.dl_priority &&
          outranks(pair.preemptor_points, pair.victim_points, p) &&
          (!p.discretized() || just_checkpointed(pair.victim_progress_s, pair.victim_ckpt_every_s,

@@ -93,6 +93,12 @@ struct PreemptPair {
 // two site-factor intervals, how often preempt/dl sees fresh points).
 bool may_preempt(const PreemptPair& pair, const PriorityParams& p);
 
+// What the partitions alone decide (the victim's PreemptMode=OFF, different tiers), or
+// nullopt when the victim and the preemptor share a tier and the DL fields decide. Only
+// then does preempt/dl read the jobs' options, which Slurm asks for every running job
+// each time it looks for victims of a pending one.
+std::optional<bool> partitions_decide(const PreemptPair& pair);
+
 // Whether a pending job with `preemptor_points` may preempt a running preemptible job
 // with `victim_points` of the same tier: it must outrank it by PriorityParams::margin();
 // with discretized queues, its points must stand for a lower queue than the victim's

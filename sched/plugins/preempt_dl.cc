@@ -53,6 +53,7 @@ bool preemptable(const job_record_t* victim, const job_record_t* preemptor) {
   pair.victim_tier = vp->priority_tier;
   pair.preemptor_tier = pp->priority_tier;
   pair.victim_mode_off = vp->preempt_mode == PREEMPT_MODE_OFF;
+  if (const auto decided = partitions_decide(pair)) return *decided;
   pair.victim_dl_preemptible = dl_preemptible(victim);
   pair.dl_priority = site_factor_is_dl();
   pair.victim_points = points(victim);

@@ -148,6 +148,20 @@ TEST(Preempt, AHigherTierIsNeverAVictim) {
   EXPECT_FALSE(may_preempt(pair, p));
 }
 
+TEST(Preempt, OnlyJobsOfTheSameTierNeedTheirDlFields) {
+  PreemptPair pair;  // DL fields left unset: preempt/dl does not read them here
+  pair.victim_tier = 1;
+  pair.preemptor_tier = 10;
+  EXPECT_EQ(partitions_decide(pair), std::optional<bool>(true));
+  pair.victim_mode_off = true;
+  EXPECT_EQ(partitions_decide(pair), std::optional<bool>(false));
+  pair.victim_mode_off = false;
+  pair.victim_tier = 20;
+  EXPECT_EQ(partitions_decide(pair), std::optional<bool>(false));
+  pair.victim_tier = 10;
+  EXPECT_EQ(partitions_decide(pair), std::nullopt);
+}
+
 TEST(Preempt, WithinATierOnlyDlPreemptibleJobsOutrankedByTheMargin) {
   const PriorityParams p = parse_priority_params("");
   PreemptPair pair;
