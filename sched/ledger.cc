@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <vector>
 
 #include "core/error.h"
 
@@ -58,26 +59,7 @@ void ServiceLedger::end_wait(Entry& e, std::int64_t at) {
   e.wait = {};
 }
 
-void ServiceLedger::observe(std::uint32_t job, const JobSnapshot& s, std::int64_t now) {
-  if (s.running) {
-    running(job, s.start, s.gpus, now);
-  } else if (s.pending && !s.completing && !s.held) {
-    // Requeued and not seen completing: Slurm has reset its EndTime, but its new
-    // SubmitTime is when it left its nodes, which ends its run better than the last
-    // sample that saw it running (up to an interval before).
-    const auto it = jobs_.find(job);
-    if (it != jobs_.end() && it->second.run.start != 0 && s.submit > it->second.run.start) {
-      end_run(it->second, std::min<std::int64_t>(s.submit, now));
-    }
-    pending(job, std::max(s.submit, s.begin), now);
-  } else {
-    stopped(job, s.finished || s.completing ? s.end : 0);
-  }
-}
-
-void ServiceLedger::running(std::uint32_t job, std::int64_t start, std::uint32_t gpus,
-                            std::int64_t now) {
-  Entry& e = jobs_[job];
+void ServiceLedger::run(Entry& e, std::int64_t start, std::uint32_t gpus, std::int64_t now) {
   end_wait(e, e.wait.start != 0 && start > e.wait.start ? start : e.wait.seen);
   if (e.run.start != start) {
     end_run(e, e.run.seen);
@@ -87,8 +69,7 @@ void ServiceLedger::running(std::uint32_t job, std::int64_t start, std::uint32_t
   e.run.seen = std::max(now, start);
 }
 
-void ServiceLedger::pending(std::uint32_t job, std::int64_t eligible_since, std::int64_t now) {
-  Entry& e = jobs_[job];
+void ServiceLedger::wait(Entry& e, std::int64_t eligible_since, std::int64_t now) {
   end_run(e, e.run.seen);
   if (eligible_since > now) {
     end_wait(e, e.wait.seen);
@@ -101,31 +82,85 @@ void ServiceLedger::pending(std::uint32_t job, std::int64_t eligible_since, std:
   e.wait.seen = now;
 }
 
-void ServiceLedger::stopped(std::uint32_t job, std::int64_t end) {
-  const auto it = jobs_.find(job);
-  if (it == jobs_.end()) return;
-  Entry& e = it->second;
+void ServiceLedger::stop(Entry& e, std::int64_t end) {
   end_run(e, end > e.run.start ? end : e.run.seen);
   end_wait(e, e.wait.seen);
 }
 
+Service ServiceLedger::service(const Entry& e, std::int64_t now) {
+  Service s;
+  s.attained = e.gpu_s + (e.run.start != 0 ? span_seconds(e.run.start, now) * e.gpus : 0);
+  s.waited = e.wait_s + (e.wait.start != 0 ? span_seconds(e.wait.start, now) : 0);
+  s.gpus = e.gpus;
+  return s;
+}
+
+Service ServiceLedger::observe(std::uint32_t job, const JobSnapshot& s, std::int64_t now) {
+  if (s.running) {
+    Entry& e = jobs_[job];
+    mark(e);
+    run(e, s.start, s.gpus, now);
+    return service(e, now);
+  }
+  if (s.pending && !s.completing && !s.held) {
+    Entry& e = jobs_[job];
+    mark(e);
+    // Requeued and not seen completing: Slurm has reset its EndTime, but its new
+    // SubmitTime is when it left its nodes, which ends its run better than the last
+    // sample that saw it running (up to an interval before).
+    if (e.run.start != 0 && s.submit > e.run.start) {
+      end_run(e, std::min<std::int64_t>(s.submit, now));
+    }
+    wait(e, std::max(s.submit, s.begin), now);
+    return service(e, now);
+  }
+  const auto it = jobs_.find(job);
+  if (it == jobs_.end()) return {};
+  mark(it->second);
+  stop(it->second, s.finished || s.completing ? s.end : 0);
+  return service(it->second, now);
+}
+
+void ServiceLedger::end_sweep() {
+  if (seen_ == jobs_.size()) return;
+  for (auto it = jobs_.begin(); it != jobs_.end();) {
+    it = it->second.sweep == sweep_ ? std::next(it) : jobs_.erase(it);
+  }
+}
+
+void ServiceLedger::running(std::uint32_t job, std::int64_t start, std::uint32_t gpus,
+                            std::int64_t now) {
+  run(jobs_[job], start, gpus, now);
+}
+
+void ServiceLedger::pending(std::uint32_t job, std::int64_t eligible_since, std::int64_t now) {
+  wait(jobs_[job], eligible_since, now);
+}
+
+void ServiceLedger::stopped(std::uint32_t job, std::int64_t end) {
+  const auto it = jobs_.find(job);
+  if (it != jobs_.end()) stop(it->second, end);
+}
+
 double ServiceLedger::attained(std::uint32_t job, std::int64_t now) const {
   const auto it = jobs_.find(job);
-  if (it == jobs_.end()) return 0;
-  const Entry& e = it->second;
-  return e.gpu_s + (e.run.start != 0 ? span_seconds(e.run.start, now) * e.gpus : 0);
+  return it == jobs_.end() ? 0 : service(it->second, now).attained;
 }
 
 double ServiceLedger::waited(std::uint32_t job, std::int64_t now) const {
   const auto it = jobs_.find(job);
-  if (it == jobs_.end()) return 0;
-  const Entry& e = it->second;
-  return e.wait_s + (e.wait.start != 0 ? span_seconds(e.wait.start, now) : 0);
+  return it == jobs_.end() ? 0 : service(it->second, now).waited;
 }
 
 std::string ServiceLedger::serialize() const {
+  // In job order, so that the same ledger always gives the same text.
+  std::vector<std::uint32_t> ids;
+  ids.reserve(jobs_.size());
+  for (const auto& entry : jobs_) ids.push_back(entry.first);
+  std::sort(ids.begin(), ids.end());
   std::string body;
-  for (const auto& [job, e] : jobs_) {
+  for (const auto job : ids) {
+    const Entry& e = jobs_.at(job);
     body += fmt::format("{} {:.0f} {} {} {} {:.0f} {} {}\n", job, e.gpu_s, e.run.start, e.run.seen,
                         e.gpus, e.wait_s, e.wait.start, e.wait.seen);
   }

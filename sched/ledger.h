@@ -6,9 +6,9 @@
 #pragma once
 
 #include <cstdint>
-#include <map>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 
 namespace dl {
 
@@ -26,15 +26,23 @@ struct JobSnapshot {
   std::uint32_t gpus = 0;
 };
 
+// What the priority needs of one job: its service and waits so far, and its GPUs.
+struct Service {
+  double attained = 0;     // GPU-seconds of all runs, the current one up to now
+  double waited = 0;       // seconds of all waits, the current one up to now
+  std::uint32_t gpus = 0;  // GPUs of its latest run (0: it never ran)
+};
+
 class ServiceLedger {
  public:
-  // One sample of the job as slurmctld shows it: running(), pending() or stopped().
+  // One sample of the job as slurmctld shows it: running(), pending() or stopped(),
+  // and its service at `now` afterwards (one lookup: slurmctld's job lock is held).
   // A job requeued by preemption is PENDING and COMPLETING until its nodes have cleaned
   // up, and only then does Slurm give it a new SubmitTime and a BeginTime after the
   // requeue hold (batch_requeue_fini): until then it still carries the first
   // submission's time, so it is not waiting yet (its run ended at `end`). Once it has
   // its new SubmitTime, its run ended then (Slurm has reset its EndTime).
-  void observe(std::uint32_t job, const JobSnapshot& s, std::int64_t now);
+  Service observe(std::uint32_t job, const JobSnapshot& s, std::int64_t now);
 
   // The job is running, started at `start` (epoch seconds) on `gpus` GPUs. A start
   // time different from the one seen before means a new run: the previous run is
@@ -56,13 +64,15 @@ class ServiceLedger {
   // The GPUs of the job's latest run (0: it never ran).
   std::uint32_t gpus(std::uint32_t job) const;
 
-  // Forgets every job for which `keep` returns false (purged by Slurm).
-  template <typename Keep>
-  void retain(Keep&& keep) {
-    for (auto it = jobs_.begin(); it != jobs_.end();) {
-      it = keep(it->first) ? std::next(it) : jobs_.erase(it);
-    }
+  // A sweep over all of slurmctld's jobs: begin_sweep(), observe() every job, then
+  // end_sweep() forgets every job not observed since (purged by Slurm). No list of the
+  // jobs seen is kept: each entry carries the number of the last sweep that saw it, and
+  // the entries are only walked when fewer were seen than the ledger holds.
+  void begin_sweep() {
+    ++sweep_;
+    seen_ = 0;
   }
+  void end_sweep();
 
   std::size_t size() const { return jobs_.size(); }
 
@@ -82,10 +92,22 @@ class ServiceLedger {
     std::uint32_t gpus = 0;
     double wait_s = 0;  // finished waits
     Span wait;
+    std::uint64_t sweep = 0;  // the last sweep that observed it (not saved)
   };
   static void end_run(Entry& e, std::int64_t at);
   static void end_wait(Entry& e, std::int64_t at);
-  std::map<std::uint32_t, Entry> jobs_;
+  static void run(Entry& e, std::int64_t start, std::uint32_t gpus, std::int64_t now);
+  static void wait(Entry& e, std::int64_t eligible_since, std::int64_t now);
+  static void stop(Entry& e, std::int64_t end);
+  static Service service(const Entry& e, std::int64_t now);
+  std::unordered_map<std::uint32_t, Entry> jobs_;
+  void mark(Entry& e) {
+    if (e.sweep == sweep_) return;
+    e.sweep = sweep_;
+    ++seen_;
+  }
+  std::uint64_t sweep_ = 0;
+  std::size_t seen_ = 0;  // entries marked in the current sweep
 };
 
 }  // namespace dl

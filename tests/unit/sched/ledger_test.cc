@@ -101,16 +101,31 @@ TEST(Ledger, ANewStartTimeEndsAMissedRun) {
   EXPECT_DOUBLE_EQ(l.attained(7, 2050), 100 + 50);
 }
 
-TEST(Ledger, StoppedUnknownJobsAndRetain) {
+TEST(Ledger, StoppedUnknownJobsAndSweeps) {
   ServiceLedger l;
   l.stopped(9, 100);
   EXPECT_EQ(l.size(), 0u);
   l.running(1, 10, 1, 20);
   l.running(2, 10, 1, 20);
-  l.retain([](std::uint32_t job) { return job == 2; });
-  EXPECT_EQ(l.size(), 1u);
-  EXPECT_DOUBLE_EQ(l.attained(1, 20), 0);
-  EXPECT_DOUBLE_EQ(l.attained(2, 20), 10);
+  l.running(3, 10, 1, 20);
+  l.begin_sweep();
+  JobSnapshot running;
+  running.running = true;
+  running.start = 10;
+  running.gpus = 1;
+  l.observe(2, running, 30);
+  JobSnapshot done;
+  done.finished = true;
+  done.end = 25;
+  l.observe(3, done, 30);  // finished, not yet purged by Slurm: kept
+  l.end_sweep();
+  EXPECT_EQ(l.size(), 2u);
+  EXPECT_DOUBLE_EQ(l.attained(1, 30), 0);  // purged: not seen in the sweep
+  EXPECT_DOUBLE_EQ(l.attained(2, 30), 20);
+  EXPECT_DOUBLE_EQ(l.attained(3, 30), 15);
+  l.begin_sweep();
+  l.end_sweep();  // a sweep that saw no job forgets them all
+  EXPECT_EQ(l.size(), 0u);
 }
 
 TEST(Ledger, SerializeRoundTrips) {
@@ -143,6 +158,32 @@ TEST(Ledger, ParseRejectsDamagedState) {
   auto other = text;
   other.replace(other.find("end 1"), 5, "end 2");
   EXPECT_THROW(ServiceLedger::parse(other), InputError);
+}
+
+TEST(Ledger, ObserveGivesTheServiceAfterTheSample) {
+  ServiceLedger l;
+  JobSnapshot s;
+  s.pending = true;
+  s.submit = 1000;
+  Service got = l.observe(7, s, 1100);
+  EXPECT_DOUBLE_EQ(got.waited, 100);
+  EXPECT_DOUBLE_EQ(got.attained, 0);
+  s = {};
+  s.running = true;
+  s.start = 1100;
+  s.gpus = 4;
+  got = l.observe(7, s, 1150);
+  EXPECT_DOUBLE_EQ(got.waited, 100);
+  EXPECT_DOUBLE_EQ(got.attained, 200);
+  EXPECT_EQ(got.gpus, 4u);
+  s = {};
+  s.finished = true;
+  s.end = 1160;
+  got = l.observe(7, s, 1200);
+  EXPECT_DOUBLE_EQ(got.attained, 240);
+  EXPECT_DOUBLE_EQ(got.attained, l.attained(7, 1200));
+  EXPECT_DOUBLE_EQ(l.observe(8, s, 1200).attained, 0);  // never seen: nothing to count
+  EXPECT_EQ(l.size(), 1u);
 }
 
 TEST(Ledger, RemembersTheGpusOfTheLatestRun) {
