@@ -46,6 +46,10 @@ std::optional<double> ckpt_every(const job_record_t* job) {
 }
 
 bool preemptable(const job_record_t* victim, const job_record_t* preemptor) {
+  // Slurm asks about every job of its job list, pending ones too, for each job it tries
+  // to place, and only then keeps the running ones (_add_preemptable_job): with 10,000
+  // jobs queued, reading their options made backfill try a third as many jobs a cycle.
+  if (!IS_JOB_RUNNING(victim) && !IS_JOB_SUSPENDED(victim)) return false;
   const part_record_t* vp = victim->part_ptr;
   const part_record_t* pp = preemptor->part_ptr;
   if (!vp || !pp) return false;
