@@ -142,7 +142,7 @@ std::optional<std::string> sample(Plugin& p) {
     }
     scoring = Clock::now() - locked;
     {
-      // Set_job_prio calls site_factor_p_set for every pending job, which observes it.
+      // Slurm's set_job_prio calls site_factor_p_set for each pending job: it observes it.
       scoring_in_slurm = &in_slurm;
       const struct Reset {
         ~Reset() { scoring_in_slurm = nullptr; }
