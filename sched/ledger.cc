@@ -96,13 +96,17 @@ Service ServiceLedger::service(const Entry& e, std::int64_t now) {
 }
 
 Service ServiceLedger::observe(std::uint32_t job, const JobSnapshot& s, std::int64_t now) {
+  const std::int64_t eligible = std::max(s.submit, s.begin);
   if (s.running) {
-    Entry& e = jobs_[job];
+    const auto [it, added] = jobs_.try_emplace(job);
+    Entry& e = it->second;
+    if (added && eligible != 0) e.wait_s = span_seconds(eligible, s.start);
     mark(e);
     run(e, s.start, s.gpus, now);
     return service(e, now);
   }
   if (s.pending && !s.completing && !s.held) {
+    if (!s.requeued) return {0, span_seconds(eligible, now), 0};
     Entry& e = jobs_[job];
     mark(e);
     // Requeued and not seen completing: Slurm has reset its EndTime, but its new
@@ -111,7 +115,7 @@ Service ServiceLedger::observe(std::uint32_t job, const JobSnapshot& s, std::int
     if (e.run.start != 0 && s.submit > e.run.start) {
       end_run(e, std::min<std::int64_t>(s.submit, now));
     }
-    wait(e, std::max(s.submit, s.begin), now);
+    wait(e, eligible, now);
     return service(e, now);
   }
   const auto it = jobs_.find(job);

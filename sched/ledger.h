@@ -19,6 +19,9 @@ struct JobSnapshot {
   bool completing = false;  // JOB_COMPLETING: its nodes are still cleaning up
   bool finished = false;
   bool held = false;  // priority 0, or no details to tell when it may start
+  // Slurm has requeued it at least once (its restart count): a pending job never
+  // requeued has never run, so its service is its wait since it became eligible.
+  bool requeued = false;
   std::int64_t start = 0;
   std::int64_t submit = 0;
   std::int64_t begin = 0;
@@ -42,6 +45,9 @@ class ServiceLedger {
   // requeue hold (batch_requeue_fini): until then it still carries the first
   // submission's time, so it is not waiting yet (its run ended at `end`). Once it has
   // its new SubmitTime, its run ended then (Slurm has reset its EndTime).
+  // A pending job never requeued gets no entry (no lookup either: most of a long queue
+  // is such jobs); a job first seen running gets one with its wait since it became
+  // eligible.
   Service observe(std::uint32_t job, const JobSnapshot& s, std::int64_t now);
 
   // The job is running, started at `start` (epoch seconds) on `gpus` GPUs. A start

@@ -53,6 +53,7 @@ Service observe(ServiceLedger& ledger, const job_record_t* job, std::time_t now)
   s.completing = IS_JOB_COMPLETING(job);
   s.finished = IS_JOB_FINISHED(job);
   s.held = job->priority == 0 || !job->details;
+  s.requeued = job->restart_cnt > 0;
   s.start = job->start_time;
   if (job->details) {
     s.submit = job->details->submit_time;

@@ -51,6 +51,7 @@ TEST(Ledger, ARequeuedJobStillCompletingHasNotStartedWaiting) {
   s.running = false;
   s.pending = true;
   s.completing = true;
+  s.requeued = true;
   s.end = 1016;
   s.gpus = 0;
   l.observe(7, s, 1016);
@@ -85,13 +86,44 @@ TEST(Ledger, ARequeuedJobsRunEndsWhenSlurmResubmitsIt) {
   l.observe(7, s, 1015);
   s = {};
   s.pending = true;
+  s.requeued = true;
   s.submit = 1016;
   s.begin = 1027;
   l.observe(7, s, 1017);
   EXPECT_DOUBLE_EQ(l.attained(7, 1017), 64);
   l.observe(7, s, 1030);
   EXPECT_DOUBLE_EQ(l.attained(7, 1030), 64);
-  EXPECT_DOUBLE_EQ(l.waited(7, 1030), 3);
+  EXPECT_DOUBLE_EQ(l.waited(7, 1030), 100 + 3);  // its first wait, from its first run
+}
+
+TEST(Ledger, APendingJobNeverRequeuedHasNoEntry) {
+  // Most of a long queue: never ran, so its service is its wait since it became
+  // eligible, known from the snapshot alone. Its first run starts its entry, with
+  // that wait.
+  ServiceLedger l;
+  JobSnapshot s;
+  s.pending = true;
+  s.submit = 900;
+  s.begin = 950;
+  Service got = l.observe(7, s, 1000);
+  EXPECT_EQ(l.size(), 0u);
+  EXPECT_DOUBLE_EQ(got.attained, 0);
+  EXPECT_DOUBLE_EQ(got.waited, 50);
+  EXPECT_EQ(got.gpus, 0u);
+  EXPECT_DOUBLE_EQ(l.observe(7, s, 940).waited, 0);  // not eligible yet
+  s.pending = false;
+  s.running = true;
+  s.start = 1100;
+  s.gpus = 2;
+  got = l.observe(7, s, 1110);
+  EXPECT_EQ(l.size(), 1u);
+  EXPECT_DOUBLE_EQ(got.attained, 20);
+  EXPECT_DOUBLE_EQ(got.waited, 150);
+  EXPECT_EQ(got.gpus, 2u);
+  s = {};
+  s.running = true;  // no submit time known: no wait made up
+  s.start = 1100;
+  EXPECT_DOUBLE_EQ(l.observe(8, s, 1110).waited, 0);
 }
 
 TEST(Ledger, ANewStartTimeEndsAMissedRun) {
@@ -170,6 +202,7 @@ TEST(Ledger, ObserveGivesTheServiceAfterTheSample) {
   EXPECT_DOUBLE_EQ(got.attained, 0);
   s = {};
   s.running = true;
+  s.submit = 1000;
   s.start = 1100;
   s.gpus = 4;
   got = l.observe(7, s, 1150);
