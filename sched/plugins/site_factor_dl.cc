@@ -6,11 +6,14 @@
 // the priority of every pending job. See dl-sched(8).
 #include <chrono>
 #include <condition_variable>
+#include <cstdlib>
 #include <ctime>
 #include <exception>
 #include <mutex>
+#include <optional>
+#include <string>
 #include <thread>
-#include <vector>
+#include <utility>
 
 #include "config.h"
 #include "core/error.h"
@@ -32,6 +35,10 @@ struct Plugin {
   PriorityParams params;
   std::string state_path;
   std::string saved;  // what the state file holds
+
+  // DL_SITE_FACTOR_BASELINE in slurmctld's environment (bench/sched/lock_hold): every
+  // other sample is then Slurm's own refresh alone, the benchmark's baseline.
+  bool baselines = false;
 
   std::mutex stop_mutex;
   std::condition_variable stop_cv;
@@ -88,18 +95,20 @@ void load_state(Plugin& p) {
 using Clock = std::chrono::steady_clock;
 using Ms = std::chrono::duration<double, std::milli>;
 
-// Set on the sampler's thread while Slurm computes the priorities of pending jobs for a
-// sample: the time its calls into this plugin (site_factor_p_set) take is added up
-// there, which tells the plugin's share of the job lock from Slurm's own.
-thread_local Ms* scoring_in_slurm = nullptr;
+// Set on the sampler's thread while it has Slurm recompute pending jobs' priorities: each
+// job was scored just before, so site_factor_p_set, which Slurm's set_job_prio calls,
+// leaves it alone.
+thread_local bool sweeping = false;
 
-// One pass over slurmctld's job list (list_for_each: its lock once, not per job).
+// One pass over slurmctld's job list (list_for_each: its lock once, not per job), in
+// which each job is scored and, when pending, given Slurm's priority while its record is
+// still in the cache.
 struct Sweep {
   Plugin& p;
   std::time_t now;
   std::size_t jobs = 0;
-  std::vector<job_record_t*> pending;  // Slurm's set_job_prio scores these
-  std::exception_ptr failed;           // exceptions must not cross Slurm's C frames
+  std::size_t priorities = 0;
+  std::exception_ptr failed;  // exceptions must not cross Slurm's C frames
 };
 
 int visit(void* item, void* arg) {
@@ -107,10 +116,10 @@ int visit(void* item, void* arg) {
   auto* job = static_cast<job_record_t*>(item);
   try {
     ++sweep.jobs;
+    score(sweep.p, job, sweep.now);
     if (IS_JOB_PENDING(job) && job->priority != 0 && !job->direct_set_prio) {
-      sweep.pending.push_back(job);
-    } else {
-      score(sweep.p, job, sweep.now);
+      set_job_prio(job);
+      ++sweep.priorities;
     }
   } catch (...) {
     sweep.failed = std::current_exception();
@@ -120,44 +129,30 @@ int visit(void* item, void* arg) {
 }
 
 // One sample: every job into the ledger, purged jobs out of it, every pending job's
-// priority recomputed (which calls site_factor_p_set, which scores it), running jobs'
-// factors refreshed for preempt/dl. Returns the ledger's text when it changed: the text
-// needs only `mutex`, so it is made after slurmctld's job lock is released.
+// priority recomputed, running jobs' factors refreshed for preempt/dl. Returns the
+// ledger's text when it changed: the text needs only `mutex`, so it is made after
+// slurmctld's job lock is released.
 std::optional<std::string> sample(Plugin& p) {
-  std::size_t jobs = 0;
-  std::size_t priorities = 0;
-  Ms scoring{};
+  Sweep sweep{p, std::time(nullptr), 0, 0, {}};
   Ms ledger{};
-  Ms in_slurm{};
   Ms held{};
   {
     // Released however this returns: a lock leaked by an exception would stop slurmctld.
     const SlurmctldLock lock({NO_LOCK, WRITE_LOCK, READ_LOCK, READ_LOCK, NO_LOCK});
     const auto locked = Clock::now();
-    Sweep sweep{p, std::time(nullptr), 0, {}, {}};
+    const std::lock_guard<std::mutex> hold(p.mutex);
+    p.ledger.begin_sweep();
     {
-      const std::lock_guard<std::mutex> hold(p.mutex);
-      p.ledger.begin_sweep();
-      list_for_each(job_list, visit, &sweep);
-      if (sweep.failed) std::rethrow_exception(sweep.failed);
-    }
-    scoring = Clock::now() - locked;
-    {
-      // Slurm's set_job_prio calls site_factor_p_set for each pending job: it observes it.
-      scoring_in_slurm = &in_slurm;
+      sweeping = true;
       const struct Reset {
-        ~Reset() { scoring_in_slurm = nullptr; }
+        ~Reset() { sweeping = false; }
       } reset;
-      for (auto* job : sweep.pending) set_job_prio(job);
+      list_for_each(job_list, visit, &sweep);
     }
-    const auto prioritized = Clock::now();
-    {
-      const std::lock_guard<std::mutex> hold(p.mutex);
-      p.ledger.end_sweep();
-    }
-    ledger = Clock::now() - prioritized;
-    jobs = sweep.jobs;
-    priorities = sweep.pending.size();
+    if (sweep.failed) std::rethrow_exception(sweep.failed);
+    const auto swept = Clock::now();
+    p.ledger.end_sweep();
+    ledger = Clock::now() - swept;
     held = Clock::now() - locked;
   }
   const auto unlocked = Clock::now();
@@ -165,17 +160,48 @@ std::optional<std::string> sample(Plugin& p) {
   auto text = p.ledger.serialize();
   // bench/sched/lock_hold reads this line (SlurmctldDebug=debug).
   debug(
-      "dl: site_factor: sampled %zu jobs, %zu priorities set; job write lock held %.3f ms (scoring "
-      "%.3f, ledger %.3f, Slurm's priorities %.3f of which site_factor_p_set %.3f); state text "
-      "%.3f ms after",
-      jobs, priorities, held.count(), scoring.count(), ledger.count(),
-      (held - scoring - ledger).count(), in_slurm.count(), Ms(Clock::now() - unlocked).count());
+      "dl: site_factor: sampled %zu jobs, %zu priorities set; job write lock held %.3f ms "
+      "(ledger %.3f); state text %.3f ms after",
+      sweep.jobs, sweep.priorities, held.count(), ledger.count(),
+      Ms(Clock::now() - unlocked).count());
   if (text == p.saved) return std::nullopt;
   return text;
 }
 
+// What priority/multifactor does in its own refresh (with slurmdbd): each pending job's
+// priority, under the same lock, the site factors left as they are. Logged, for the
+// benchmark to compare sample() with.
+int visit_baseline(void* item, void* arg) {
+  auto* job = static_cast<job_record_t*>(item);
+  auto& counts = *static_cast<std::pair<std::size_t, std::size_t>*>(arg);
+  ++counts.first;
+  if (IS_JOB_PENDING(job) && job->priority != 0 && !job->direct_set_prio) {
+    set_job_prio(job);
+    ++counts.second;
+  }
+  return 0;
+}
+
+void baseline_sample() {
+  std::pair<std::size_t, std::size_t> counts;
+  Ms held{};
+  {
+    const SlurmctldLock lock({NO_LOCK, WRITE_LOCK, READ_LOCK, READ_LOCK, NO_LOCK});
+    const auto locked = Clock::now();
+    sweeping = true;
+    list_for_each(job_list, visit_baseline, &counts);
+    sweeping = false;
+    held = Clock::now() - locked;
+  }
+  debug(
+      "dl: site_factor: baseline, Slurm's refresh alone: %zu jobs, %zu priorities set; job "
+      "write lock held %.3f ms",
+      counts.first, counts.second, held.count());
+}
+
 void run_sampler(Plugin& p) {
   install_log_sink();
+  bool baseline_turn = false;
   while (true) {
     std::chrono::seconds interval;
     {
@@ -185,6 +211,11 @@ void run_sampler(Plugin& p) {
     {
       std::unique_lock<std::mutex> wait(p.stop_mutex);
       if (p.stop_cv.wait_for(wait, interval, [&] { return p.stopping; })) return;
+    }
+    baseline_turn = p.baselines && !baseline_turn;
+    if (baseline_turn) {
+      baseline_sample();
+      continue;
     }
     try {
       if (const auto text = sample(p)) {
@@ -219,6 +250,7 @@ int start() {
     fatal("dl: PrioritySiteFactorParameters: %s", e.what());
   }
   load_state(p);
+  p.baselines = std::getenv("DL_SITE_FACTOR_BASELINE") != nullptr;
   if (p.sampler.joinable()) stop_sampler(p);  // init twice without fini
   p.stopping = false;
   p.sampler = std::thread(run_sampler, std::ref(p));
@@ -253,15 +285,11 @@ void site_factor_p_reconfig(void) {
 }
 
 void site_factor_p_set(job_record_t* job_ptr) {
+  if (dl::sched::sweeping) return;  // the sampler scored it just before
   dl::sched::guarded("site_factor_p_set", [&] {
     auto& p = dl::sched::plugin();
-    auto* const spent = dl::sched::scoring_in_slurm;
-    const auto began = spent ? dl::sched::Clock::now() : dl::sched::Clock::time_point{};
-    {
-      const std::lock_guard<std::mutex> hold(p.mutex);
-      dl::sched::score(p, job_ptr, std::time(nullptr));
-    }
-    if (spent) *spent += dl::sched::Clock::now() - began;
+    const std::lock_guard<std::mutex> hold(p.mutex);
+    dl::sched::score(p, job_ptr, std::time(nullptr));
   });
 }
 
