@@ -63,8 +63,8 @@ JOB
   grep -q 'rank=0 restarts=0' out.txt
   grep -q 'rank=1 restarts=0' out.txt
   [ "$(job_field "$job" Restarts)" = 0 ]
-  ! job_comment "$job" | grep -q pwned
-  ! grep -q pwned out.txt
+  ! job_comment "$job" | grep -q pwned || false
+  ! grep -q pwned out.txt || false
   # Rank 0 said whom it turned away.
   grep -q 'closed a connection to the control port from 127.0.0.1' out.txt
 }

@@ -123,7 +123,7 @@ field_values() { grep -o "$1=[^ ]*" "${2:-out.txt}" | cut -d= -f2 | sort -u; }
   [ "$(job_field "$job" Restarts)" = 0 ]
   sleep 12 # longer than the mini-cluster's requeue delay
   [ "$(job_state "$job")" = CANCELLED ]
-  ! grep -q warning out.txt
+  ! grep -q warning out.txt || false
 }
 
 @test "the deadline: dlrun checkpoints before the time limit without any signal, and the job resumes" {
@@ -136,7 +136,7 @@ field_values() { grep -o "$1=[^ ]*" "${2:-out.txt}" | cut -d= -f2 | sort -u; }
   [ "$(grep ' checkpoint rank=' out.txt | grep -o 'step=[0-9]*' | sort -u | wc -l)" -eq 1 ]
   [ "$(grep -c 'restart=1 resume=.*/step-' out.txt)" -eq 2 ]
   [ "$(grep -c 'done rank=[01] step=1000' out.txt)" -eq 2 ]
-  ! grep -q 'TIMEOUT\|DUE TO TIME LIMIT' out.txt
+  ! grep -q 'TIMEOUT\|DUE TO TIME LIMIT' out.txt || false
 }
 
 @test "DL_RESUME_FROM is the newest checkpoint that verifies: a corrupted newer one is skipped with a warning" {
@@ -279,7 +279,7 @@ open(path, "wb").write(data)
     resume=$(printf '%s/%s_%s/step-%09d' "$root" "$array" "$t" "$step")
     grep -qF "dlrun: resuming step $step from $resume, written by array task ${array}_$t (user $(id -un)" "out.$t"
     grep -q "start rank=0 world=1 restart=1 resume=$resume first_step=$((step + 1))" "out.$t"
-    ! grep -q "resume=$root/${array}_$((1 - t))/" "out.$t"
+    ! grep -q "resume=$root/${array}_$((1 - t))/" "out.$t" || false
     grep -q 'done rank=0 step=100' "out.$t"
   done
 }

@@ -99,5 +99,5 @@ teardown() { cancel_all; }
   [ "$status" -eq 0 ]
   [ "$(echo "$output" | awk '{print $1}' | sort | tr '\n' ' ')" = "n1 n2 " ]
   [ "$(echo "$output" | awk '{print $2}' | sort -u | wc -l)" -eq 2 ]
-  ! ip netns list | grep -q "dl$port-"
+  ! ip netns list | grep -q "dl$port-" || false
 }

@@ -77,7 +77,7 @@ stop_watch() { kill "$(cat watch.pid)" 2>/dev/null || true; }
   wait_state "$job" COMPLETED 120
   stop_watch
   # The job never left RUNNING (no requeue: Slurm's restart count stays 0).
-  ! grep -qv -e RUNNING -e COMPLET -e '^$' states.txt
+  ! grep -qv -e RUNNING -e COMPLET -e '^$' states.txt || false
   [ "$(job_field "$job" Restarts)" = 0 ]
   [ "$(grep -c 'killed by signal 9 (Killed): stopping all ranks' out.txt)" = 3 ]
   # The program saw each restart.
@@ -102,7 +102,7 @@ stop_watch() { kill "$(cat watch.pid)" 2>/dev/null || true; }
   grep -q "removed node $victim from job $job" out.txt
   wait_state "$job" COMPLETED 120
   stop_watch
-  ! grep -qv -e RUNNING -e COMPLET -e '^$' states.txt
+  ! grep -qv -e RUNNING -e COMPLET -e '^$' states.txt || false
   [ "$(job_field "$job" Restarts)" = 0 ]
   [ "$(job_field "$job" NodeList)" = "$batch" ]
   grep -q 'resumed from .* written by 4 ranks)' out.txt
@@ -131,7 +131,7 @@ stop_watch() { kill "$(cat watch.pid)" 2>/dev/null || true; }
   grep -q "job $job excludes node $victim and is released" out.txt
   [ "$(job_field "$job" ExcNodeList)" = "$victim" ]
   [ "$(job_field "$job" Restarts)" = 1 ]
-  ! scontrol show hostnames "$(job_field "$job" NodeList)" | grep -qx "$victim"
+  ! scontrol show hostnames "$(job_field "$job" NodeList)" | grep -qx "$victim" || false
   # Never pending without the exclusion unless held: no run could be placed on the node.
   [ -z "$(awk '$1 == "PENDING" && $2 == "(null)" && $3 !~ /[Hh]eld/' states.txt)" ] || {
     uniq -c states.txt
@@ -176,7 +176,7 @@ torch_node_killed() {
   grep -q "node $victim does not answer: ending the step" out.txt
   grep -q "job $job excludes node $victim and is released" out.txt
   [ "$(job_field "$job" Restarts)" = 1 ]
-  ! scontrol show hostnames "$(job_field "$job" NodeList)" | grep -qx "$victim"
+  ! scontrol show hostnames "$(job_field "$job" NodeList)" | grep -qx "$victim" || false
   check_against_reference "$ref" 1
   [ "$(final_loss 149 "${ref%.bin}.txt")" = "$(final_loss 149 out.txt)" ]
 }
@@ -199,7 +199,7 @@ torch_node_killed() {
   grep -q 'SIGINT: stopping every rank' out.txt
   grep -q 'not requeued: only batch jobs can be requeued' out.txt
   [ -z "$(job_pids "$(cat job.id)" dp_trainer)" ]
-  ! grep -q 'inside the allocation' out.txt
+  ! grep -q 'inside the allocation' out.txt || false
 }
 
 # The node the batch script's second node was on its first run (kept in ./victim, so
@@ -221,7 +221,7 @@ crash_on_second_node() {
   grep -q "job $job excludes node $victim and is released" out.txt
   [ "$(job_field "$job" ExcNodeList)" = "$victim" ]
   [ "$(job_field "$job" Restarts)" = 1 ]
-  ! scontrol show hostnames "$(job_field "$job" NodeList)" | grep -qx "$victim"
+  ! scontrol show hostnames "$(job_field "$job" NodeList)" | grep -qx "$victim" || false
   grep -q "done rank=1 step=40" out.txt
 }
 
@@ -274,7 +274,7 @@ down_reason() { sinfo -h -N -n "$1" -o '%E' | sort -u | grep '^slurm-dl: ' || tr
   grep -q "marked node $victim DOWN (.*): slurm-dl: job $job: " "$(slurmd_log "$other")"
   wait_state "$job" COMPLETED 180
   [ "$(job_field "$job" Restarts)" = 1 ]
-  ! scontrol show hostnames "$(job_field "$job" NodeList)" | grep -qx "$victim"
+  ! scontrol show hostnames "$(job_field "$job" NodeList)" | grep -qx "$victim" || false
   check_against_reference "$ref" 1
 }
 
@@ -306,7 +306,7 @@ down_reason() { sinfo -h -N -n "$1" -o '%E' | sort -u | grep '^slurm-dl: ' || tr
     --wrap "srun sh -c 'exit 78'")
   wait_state "$plain" 'COMPLETED|FAILED' 60
   sleep 2
-  ! grep -q "job $plain: " "$(slurmd_log "$second")"
+  ! grep -q "job $plain: " "$(slurmd_log "$second")" || false
   [ -z "$(down_reason "$first")" ]
 }
 
@@ -317,7 +317,7 @@ down_reason() { sinfo -h -N -n "$1" -o '%E' | sort -u | grep '^slurm-dl: ' || tr
   wait_until 60 "down_reason $victim | grep -q '^slurm-dl: job $job: batch host lost'"
   wait_state "$job" COMPLETED 180
   [ "$(job_field "$job" Restarts)" = 1 ]
-  ! scontrol show hostnames "$(job_field "$job" NodeList)" | grep -qx "$victim"
+  ! scontrol show hostnames "$(job_field "$job" NodeList)" | grep -qx "$victim" || false
   check_against_reference "$ref" 1
   [ "$(final_loss 149 "${ref%.bin}.txt")" = "$(final_loss 149 out.txt)" ]
 }
@@ -383,6 +383,6 @@ check_hang_recovered() {
   wait_until 60 "down_reason $victim | grep -q '^slurm-dl: job $job: batch host lost'"
   wait_state "$job" COMPLETED 180
   [ "$(job_field "$job" Restarts)" = 1 ]
-  ! scontrol show hostnames "$(job_field "$job" NodeList)" | grep -qx "$victim"
+  ! scontrol show hostnames "$(job_field "$job" NodeList)" | grep -qx "$victim" || false
   check_against_reference "$ref" 1
 }

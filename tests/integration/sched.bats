@@ -333,11 +333,11 @@ preempted_by_high() {
     wait "$pid" || rc=$?
     cat ctld.out
     [ "$rc" -eq 0 ]
-    ! grep -qi 'terminate called\|abort\|segfault' ctld.out
+    ! grep -qi 'terminate called\|abort\|segfault' ctld.out || false
     # The ledger was saved and restored, the jobs carry on.
     grep -q "dl: site_factor: service of [0-9]* jobs restored from $state/site_factor_dl.state" "$log"
   done
-  ! grep -q 'dl: site_factor: sampling:' "$log"
+  ! grep -q 'dl: site_factor: sampling:' "$log" || false
   slurmctld -f "$SLURM_CONF"
   wait_until 30 'scontrol ping | grep -q "is UP"'
   "$DL_ROOT/scripts/minicluster" restart-ctld
@@ -374,6 +374,35 @@ preempted_by_high() {
     [ "$(grep -c 'dl: site_factor: service of [1-9][0-9]* jobs restored' "$log")" -gt "$restored" ]
     sleep "$delay"
   done
+}
+
+# site_factor/dl keeps ledger entries only for jobs that have run: a pending job Slurm
+# never requeued (restart count 0) is scored from its record alone. With
+# DL_SITE_FACTOR_BASELINE in slurmctld's environment every other sample is Slurm's own
+# refresh of the pending jobs' priorities alone (bench/sched/lock_hold's baseline).
+@test "the ledger keeps only jobs that have run; DL_SITE_FACTOR_BASELINE alternates Slurm's own refresh with the plugin's" {
+  site_params interval=1s
+  state=$(sed -n 's/^StateSaveLocation=//p' "$SLURM_CONF")/site_factor_dl.state
+  log=$(sed -n 's/^SlurmctldLogFile=//p' "$SLURM_CONF")
+  running=$(submit -o /dev/null -N4 --gres=gpu:2 --wrap 'sleep 300')
+  wait_state "$running" RUNNING 30
+  pending=$(submit -o /dev/null --gres=gpu:1 --wrap true)
+  wait_until 30 "grep -q '^$running ' '$state'"
+  sleep 2 # two samples that saw the pending job
+  [ "$(job_state "$pending")" = PENDING ]
+  ! grep -q "^$pending " "$state" || false
+  touch "$BATS_TEST_TMPDIR/restart-ctld" # teardown starts it again without the variable
+  DL_SITE_FACTOR_BASELINE=1 "$DL_ROOT/scripts/minicluster" restart-ctld
+  mark=$(wc -l <"$log")
+  scontrol setdebug debug # the samples' lines (teardown's restart sets it back)
+  samples() { tail -n +"$((mark + 1))" "$log" | grep -o 'dl: site_factor: \(baseline\|sampled\)'; }
+  wait_until 30 '[ "$(samples | grep -c baseline)" -ge 3 ]'
+  samples
+  # Alternating, never the same kind twice in a row.
+  [ -z "$(samples | uniq -d)" ]
+  tail -n +"$((mark + 1))" "$log" |
+    grep -q "dl: site_factor: baseline, Slurm's refresh alone: [0-9]* jobs, [1-9][0-9]* priorities set; job write lock held [0-9.]* ms"
+  [ "$(job_state "$running")" = RUNNING ]
 }
 
 # Last in this file: it restarts slurmctld twice (another PreemptType and back).

@@ -117,7 +117,7 @@ none" ]
 }
 
 @test "a user the user database does not know submits an ordinary job as without slurm-dl" {
-  ! getent passwd 54321
+  ! getent passwd 54321 || false
   stranger() { (cd / && setpriv --reuid=54321 --regid=54321 --clear-groups "$@"); }
   # The plugin looks nothing up for a job without --dl-* options or DL_* variables.
   run stranger sbatch --parsable --hold -o /dev/null --wrap true
@@ -127,7 +127,7 @@ none" ]
   run stranger sbatch --hold -o /dev/null --dl-gpus=1 --wrap true
   [ "$status" -ne 0 ]
   echo "$output" | grep -qF "dl: slurm_spank_init_post_opt: couldn't look up uid 54321 in the user database"
-  ! squeue -h -o %U | grep -qx 54321
+  ! squeue -h -o %U | grep -qx 54321 || false
 }
 
 # Every invalid value of every option: sbatch, srun and salloc fail with exactly one
@@ -262,7 +262,7 @@ node_up() { [[ ! $(sinfo -h -n "n$1" -o %T) =~ drain ]]; }
     scontrol release "$job"
     wait_state "$job" FAILED 60
     grep -qF "error: dl: slurm_spank_task_init: $why" /home/dltest/swap.out
-    ! grep -q '^ran' /home/dltest/swap.out
+    ! grep -q '^ran' /home/dltest/swap.out || false
     [ -z "$(ls -A /home/dlother/plant)" ]
     [ ! -L "$ckpt_root/dltest" ] || [ "$(readlink "$ckpt_root/dltest")" = /home/dlother/plant ]
     [ "$(stat -c %U "$ckpt_root/dltest")" = dlother ]
@@ -292,7 +292,7 @@ node_up() { [[ ! $(sinfo -h -n "n$1" -o %T) =~ drain ]]; }
   wait_state "$job" FAILED 60
   grep -qF "error: dl: slurm_spank_task_init: $ckpt_root/dltest is a symbolic link (owner dlother (uid $(id -u dlother))); refusing to follow it" /home/dltest/runs.out
   [ "$(grep -c '^run ' /home/dltest/runs.out)" -eq 1 ]
-  ! grep -q 'step-000000100' /home/dltest/runs.out
+  ! grep -q 'step-000000100' /home/dltest/runs.out || false
   [ "$(find /home/dlother/plant -printf '%p %s %T@\n' | sort)" = "$before" ]
   node_up 1
   rm -rf "$ckpt_root/dltest" /home/dlother/plant /home/dltest/runs.out

@@ -55,7 +55,7 @@ check_hang() {
   grep -q "^=== rank 1 on $node1: collected with gdb ===" "$report"
   grep -q "$frame" "$report"
   # Only the stalled rank's stacks: rank 0 waited in its collective.
-  ! grep -q "^=== rank 0 " "$report"
+  ! grep -q "^=== rank 0 " "$report" || false
   [ "$(job_field "$job" Restarts)" = 1 ]
   grep -q "start rank=1 world=2 restart=1" out.txt
   grep -q "done rank=1 step=$steps" out.txt
@@ -82,7 +82,7 @@ check_hang() {
   scancel --signal=USR1 "$job"
   wait_state "$job" COMPLETED 60
   [ "$(grep -c ' checkpoint rank=' out.txt)" -eq 2 ]
-  ! grep -q "hang" out.txt
+  ! grep -q "hang" out.txt || false
   [ "$(job_field "$job" Restarts)" = 0 ]
 }
 
@@ -100,7 +100,7 @@ check_hang() {
     $DLRUN sh -c 'sleep 4; echo "timeout=$DL_COLLECTIVE_TIMEOUT heartbeat=$TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC torch=$TORCH_NCCL_ASYNC_ERROR_HANDLING nccl=$NCCL_ASYNC_ERROR_HANDLING"' \
     >out.txt 2>&1
   grep -q "timeout=302 heartbeat=302 torch=3 nccl=1" out.txt
-  ! grep -q "hang" out.txt
+  ! grep -q "hang" out.txt || false
 }
 
 @test "under the job-level launcher (dlrun in the batch script) a hung rank is restarted inside the allocation" {
@@ -152,14 +152,14 @@ check_hang() {
   # (slurmstepd records a step when it ends there, which may come after srun returned.)
   wait_until 10 "[ \"\$(cat '$(drain_dir)/$first.$job')\" = 'culprit_steps=4 drained=0' ]"
   # The records are root's: the user can neither read nor plant one.
-  ! as_dltest cat "$(drain_dir)/$first.$job"
-  ! as_dltest sh -c "echo 'culprit_steps=0 drained=0' >'$(drain_dir)/$first.999'"
+  ! as_dltest cat "$(drain_dir)/$first.$job" || false
+  ! as_dltest sh -c "echo 'culprit_steps=0 drained=0' >'$(drain_dir)/$first.999'" || false
   # An ordinary job (no --dl-* option) is never recorded.
   plain=$(as_dltest sbatch --parsable -N1 -o /dev/null --wrap \
     "export DL_JOB_LAUNCHER=1; srun sh -c 'exit 77'; srun sh -c 'exit 77'; srun sh -c 'exit 77'")
   wait_state "$plain" 'COMPLETED|FAILED' 60
   [ -z "$(drained)" ]
-  ! ls "$(drain_dir)" | grep -q "\.$plain\$"
+  ! ls "$(drain_dir)" | grep -q "\.$plain\$" || false
   # Every task of every step exits with the culprit's status on both nodes: one node of
   # the job's own allocation is drained, once.
   all=$(as_dltest sbatch --parsable -N2 --dl-gpus=2 -o /dev/null --wrap \
