@@ -100,6 +100,22 @@ using Ms = std::chrono::duration<double, std::milli>;
 // leaves it alone.
 thread_local bool sweeping = false;
 
+// `sweeping` for the life of one pass over the job list.
+struct Sweeping {
+  Sweeping() { sweeping = true; }
+  ~Sweeping() { sweeping = false; }
+  Sweeping(const Sweeping&) = delete;
+  Sweeping& operator=(const Sweeping&) = delete;
+};
+
+// Slurm's priority of a pending job, as its own refresh sets it; false for a job whose
+// priority Slurm leaves alone (not pending, held, or set by an administrator).
+bool refresh_priority(job_record_t* job) {
+  if (!IS_JOB_PENDING(job) || job->priority == 0 || job->direct_set_prio) return false;
+  set_job_prio(job);
+  return true;
+}
+
 // One pass over slurmctld's job list (list_for_each: its lock once, not per job), in
 // which each job is scored and, when pending, given Slurm's priority while its record is
 // still in the cache.
@@ -117,10 +133,7 @@ int visit(void* item, void* arg) {
   try {
     ++sweep.jobs;
     score(sweep.p, job, sweep.now);
-    if (IS_JOB_PENDING(job) && job->priority != 0 && !job->direct_set_prio) {
-      set_job_prio(job);
-      ++sweep.priorities;
-    }
+    if (refresh_priority(job)) ++sweep.priorities;
   } catch (...) {
     sweep.failed = std::current_exception();
     return -1;  // stops list_for_each
@@ -143,10 +156,7 @@ std::optional<std::string> sample(Plugin& p) {
     const std::lock_guard<std::mutex> hold(p.mutex);
     p.ledger.begin_sweep();
     {
-      sweeping = true;
-      const struct Reset {
-        ~Reset() { sweeping = false; }
-      } reset;
+      const Sweeping in_pass;
       list_for_each(job_list, visit, &sweep);
     }
     if (sweep.failed) std::rethrow_exception(sweep.failed);
@@ -175,10 +185,7 @@ int visit_baseline(void* item, void* arg) {
   auto* job = static_cast<job_record_t*>(item);
   auto& counts = *static_cast<std::pair<std::size_t, std::size_t>*>(arg);
   ++counts.first;
-  if (IS_JOB_PENDING(job) && job->priority != 0 && !job->direct_set_prio) {
-    set_job_prio(job);
-    ++counts.second;
-  }
+  if (refresh_priority(job)) ++counts.second;
   return 0;
 }
 
@@ -188,9 +195,8 @@ void baseline_sample() {
   {
     const SlurmctldLock lock({NO_LOCK, WRITE_LOCK, READ_LOCK, READ_LOCK, NO_LOCK});
     const auto locked = Clock::now();
-    sweeping = true;
+    const Sweeping in_pass;
     list_for_each(job_list, visit_baseline, &counts);
-    sweeping = false;
     held = Clock::now() - locked;
   }
   debug(
