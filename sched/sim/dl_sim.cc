@@ -139,7 +139,9 @@ int main(int argc, char** argv) {
   app.add_option("--shapes", shapes,
                  "dl: gangs larger than a node as job_submit/dl's pack (whole nodes) or even "
                  "(split evenly over shared nodes; even-first: that split only, placed as Slurm's "
-                 "cons_tres does)")
+                 "cons_tres does and under Slurm's schedulers, as the plugins run; "
+                 "even-reshaped: as even-first, but a job that does not fit now in its split "
+                 "starts in another even split that does, which the plugins do not do)")
       ->capture_default_str();
   app.add_option("--requeue-delay", o.requeue_delay_s, "seconds Slurm holds a requeued job")
       ->capture_default_str()
@@ -189,12 +191,7 @@ int main(int argc, char** argv) {
     o.policy = dl::sim::parse_policy(policy_name);
     o.round_limits = !minute_limits;
     o.priority = dl::parse_priority_params(priority_text);
-    if (shapes != "pack" && shapes != "even" && shapes != "even-first") {
-      throw dl::InputError(fmt::format("--shapes={}: expected pack, even or even-first", shapes));
-    }
-    o.even_shapes = shapes == "even" || shapes == "even-first";
-    o.other_even_splits = shapes == "even";
-    o.cons_tres_placement = shapes == "even-first";
+    dl::sim::set_shapes(o, shapes);
     std::vector<dl::TraceJob> jobs;
     try {
       jobs = dl::parse_trace(read_all(trace_path));

@@ -330,6 +330,16 @@ Policy parse_policy(std::string_view name) {
   throw InputError(fmt::format("--policy={}: expected fifo-backfill or dl", name));
 }
 
+void set_shapes(Options& o, std::string_view shapes) {
+  if (shapes != "pack" && shapes != "even" && shapes != "even-first" && shapes != "even-reshaped") {
+    throw InputError(
+        fmt::format("--shapes={}: expected pack, even, even-first or even-reshaped", shapes));
+  }
+  o.even_shapes = shapes != "pack";
+  o.other_even_splits = shapes == "even" || shapes == "even-reshaped";
+  o.cons_tres_placement = shapes == "even-first" || shapes == "even-reshaped";
+}
+
 std::string_view to_string(Policy policy) { return policy == Policy::dl ? "dl" : "fifo-backfill"; }
 
 struct Simulator::Impl {

@@ -81,6 +81,10 @@ struct Options {
   bool even_shapes = false;
   // With even_shapes: whether to try the other even splits. false is what Slurm does
   // (a job has the one shape job_submit/dl gave it): the calibration against slurmctld.
+  // With cons_tres_placement too (dl-sim --shapes even-reshaped): what reshaping a
+  // pending job would give under Slurm's schedulers; the main scheduler starts a job in
+  // another split that fits now, while backfill reservations and preemption keep the
+  // first split.
   bool other_even_splits = true;
   // dl: shapes placed as select/cons_tres places them (place_dl_cons_tres), not best
   // fit: what the plugins get from Slurm (the calibration against slurmctld). The dl
@@ -93,6 +97,10 @@ struct Options {
   // jobs in shorter holes of their time_min.)
   bool cons_tres_placement = false;
 };
+
+// dl-sim's --shapes: sets even_shapes, other_even_splits and cons_tres_placement from
+// "pack", "even", "even-first" or "even-reshaped"; throws InputError otherwise.
+void set_shapes(Options& options, std::string_view shapes);
 
 // One job's life in the simulation, for comparisons with a real controller.
 struct JobOutcome {

@@ -443,6 +443,38 @@ TEST(Sim, EvenFirstShapesKeepJobSubmitsOneSplitAsSlurmDoes) {
   EXPECT_GE(simulate(trace, first).outcomes[6].start_s, 1000);
 }
 
+TEST(Sim, EvenReshapedShapesTakeAnotherSplitUnderSlurmsSchedulers) {
+  // As above under Slurm's schedulers (cons_tres placement): with the other splits the
+  // 6-GPU gang starts at once as 6x1; without them it waits for its 2x3.
+  std::vector<TraceJob> trace;
+  for (std::uint64_t id = 1; id <= 6; ++id) trace.push_back(job(id, 0, 1000, 3));
+  trace.push_back(job(7, 5, 100, 6));
+  Options reshaped = cluster(Policy::dl, 6, 4);
+  reshaped.even_shapes = true;
+  reshaped.cons_tres_placement = true;
+  EXPECT_DOUBLE_EQ(simulate(trace, reshaped).outcomes[6].start_s, 5);
+  reshaped.other_even_splits = false;
+  EXPECT_GE(simulate(trace, reshaped).outcomes[6].start_s, 1000);
+}
+
+TEST(Sim, ShapesOptionSetsTheModel) {
+  Options o;
+  set_shapes(o, "even-reshaped");
+  EXPECT_TRUE(o.even_shapes && o.other_even_splits && o.cons_tres_placement);
+  set_shapes(o, "even-first");
+  EXPECT_TRUE(o.even_shapes && !o.other_even_splits && o.cons_tres_placement);
+  set_shapes(o, "even");
+  EXPECT_TRUE(o.even_shapes && o.other_even_splits && !o.cons_tres_placement);
+  set_shapes(o, "pack");
+  EXPECT_FALSE(o.even_shapes);
+  try {
+    set_shapes(o, "ragged");
+    ADD_FAILURE() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_STREQ(e.what(), "--shapes=ragged: expected pack, even, even-first or even-reshaped");
+  }
+}
+
 TEST(Sim, ConsTresPlacementTakesTheFirstNodeOfTheRunNotTheBestFit) {
   // 4 nodes x 4 GPUs: nodes 0 and 1 busy, node 2 free again at 10, node 3 has 2 free.
   // A 2-GPU job at 11: cons_tres takes node 2 (the first of the run 2-3), best fit node
