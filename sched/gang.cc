@@ -219,7 +219,11 @@ std::string describe(const Gang& gang, const Shape& shape, bool preemptible,
                                   : std::to_string(gang.gpus);
   std::string out = fmt::format("dl: {} GPUs as {}", gpus, shape.layout());
   if (gang.placement == Placement::spread) out += " spread";
-  if (gang.placement == Placement::even) out += " even";
+  if (gang.placement == Placement::even) {
+    out += " even";
+    // The nodes the user asked for (-N): site_factor/dl's reshape=yes leaves the job alone.
+    if (gang.nodes) out += fmt::format(" (-N {})", *gang.nodes);
+  }
   if (shape.one_switch) out += " on one switch";
   if (!tasks.empty()) out += ", " + tasks;
   if (gang.elastic) out += ", elastic";
@@ -263,6 +267,79 @@ std::vector<Shape> even_splits(std::uint32_t gpus, std::uint32_t gpus_per_node,
     shapes.push_back(s);
   }
   return shapes;
+}
+
+namespace {
+constexpr std::string_view kReshaped = " (reshaped from ";
+
+std::string even_comment(std::uint32_t gpus, bool preemptible, const Shape& shape) {
+  return describe(Gang{gpus, Placement::even, std::nullopt, std::nullopt}, shape, preemptible, "");
+}
+}  // namespace
+
+std::optional<std::string> reshape_note(std::string_view comment, std::uint32_t gpus,
+                                        bool preemptible, const Shape& shape) {
+  if (shape.nodes_min < 2 || shape.nodes_min != shape.nodes_max || shape.exclusive ||
+      shape.one_switch || shape.nodes_min * shape.gpus_per_node != gpus) {
+    return std::nullopt;
+  }
+  const std::string_view head = comment.substr(0, comment.find(" | "));
+  const std::string base = even_comment(gpus, preemptible, shape);
+  if (head.substr(0, base.size()) != base) return std::nullopt;
+  const std::string_view note = head.substr(base.size());
+  if (note.empty()) return std::string();
+  if (note.substr(0, kReshaped.size()) != kReshaped || note.back() != ')' ||
+      note.find(')') != note.size() - 1) {
+    return std::nullopt;
+  }
+  return std::string(note);
+}
+
+std::string reshaped_comment(std::string_view comment, std::uint32_t gpus, bool preemptible,
+                             const Shape& from, const Shape& to) {
+  const auto note = reshape_note(comment, gpus, preemptible, from);
+  const auto bar = comment.find(" | ");
+  return even_comment(gpus, preemptible, to) +
+         (note && !note->empty() ? *note : fmt::format("{}{})", kReshaped, from.layout())) +
+         std::string(bar == std::string_view::npos ? std::string_view() : comment.substr(bar));
+}
+
+bool fits_now(const Shape& shape, const std::vector<FreeNode>& free, std::uint32_t cpus_per_gpu) {
+  std::uint32_t nodes = 0;
+  for (const auto& n : free) {
+    if (n.gpus >= shape.gpus_per_node &&
+        std::uint64_t{n.cpus} >= std::uint64_t{shape.gpus_per_node} * cpus_per_gpu) {
+      if (++nodes >= shape.nodes_min) return true;
+    }
+  }
+  return false;
+}
+
+void take(const Shape& shape, std::vector<FreeNode>& free, std::uint32_t cpus_per_gpu) {
+  const std::uint64_t cpus = std::uint64_t{shape.gpus_per_node} * cpus_per_gpu;
+  std::vector<std::size_t> usable;
+  for (std::size_t i = 0; i < free.size(); ++i) {
+    if (free[i].gpus >= shape.gpus_per_node && free[i].cpus >= cpus) usable.push_back(i);
+  }
+  std::stable_sort(usable.begin(), usable.end(),
+                   [&](std::size_t a, std::size_t b) { return free[a].gpus < free[b].gpus; });
+  for (std::size_t k = 0; k < usable.size() && k < shape.nodes_min; ++k) {
+    free[usable[k]].gpus -= shape.gpus_per_node;
+    free[usable[k]].cpus -= static_cast<std::uint32_t>(cpus);
+  }
+}
+
+std::optional<Shape> other_split_that_fits(std::uint32_t gpus, std::uint32_t gpus_per_node,
+                                           const Shape& current, const std::vector<FreeNode>& free,
+                                           std::uint32_t cpus_per_gpu) {
+  if (fits_now(current, free, cpus_per_gpu)) return std::nullopt;
+  const auto max_nodes = static_cast<std::uint32_t>(free.size());
+  for (const Shape& s : even_splits(gpus, gpus_per_node, std::max(max_nodes, 1u))) {
+    if (s.nodes_min * s.gpus_per_node != gpus) continue;  // the lone inexact split
+    if (s == current) continue;
+    if (fits_now(s, free, cpus_per_gpu)) return s;
+  }
+  return std::nullopt;
 }
 
 }  // namespace dl

@@ -94,6 +94,43 @@ Shape even_split(std::uint32_t gpus, std::uint32_t gpus_per_node);
 std::vector<Shape> even_splits(std::uint32_t gpus, std::uint32_t gpus_per_node,
                                std::uint32_t max_nodes);
 
+// Reshaping a pending even gang (PrioritySiteFactorParameters reshape=yes): what is free
+// on each usable node now, and a main-scheduler pass over the pending jobs in priority
+// order that starts each job where it fits, in another even split when its own does not
+// (as dl-sim --shapes even-reshaped does), until the first job that cannot start.
+struct FreeNode {
+  std::uint32_t gpus = 0;
+  std::uint32_t cpus = 0;
+};
+
+// Whether `shape` fits the free nodes now, each node giving `cpus_per_gpu` CPUs per GPU
+// it gives (one task per GPU).
+bool fits_now(const Shape& shape, const std::vector<FreeNode>& free, std::uint32_t cpus_per_gpu);
+
+// Takes `shape` from the free nodes (best fit: the nodes with the fewest free GPUs that
+// have enough), as a job that starts there would. The shape must fit (fits_now).
+void take(const Shape& shape, std::vector<FreeNode>& free, std::uint32_t cpus_per_gpu);
+
+// The even split a pending gang of `gpus` with shape `current` should take now: nullopt
+// when `current` fits (or nothing else does), else the first split of even_splits() that
+// fits. Only multi-node even gangs have other splits.
+std::optional<Shape> other_split_that_fits(std::uint32_t gpus, std::uint32_t gpus_per_node,
+                                           const Shape& current, const std::vector<FreeNode>& free,
+                                           std::uint32_t cpus_per_gpu);
+
+// Whether a pending job may be reshaped: an even gang (placement even, not elastic) of
+// `gpus` GPUs that its `shape` holds exactly, whose comment (up to " | ") is the one
+// job_submit/dl wrote for that shape with one task per GPU and no -N, or that plus a
+// " (reshaped from AxB)" note. Returns the note ("" before any reshape); nullopt when
+// not. A reshape never changes the GPUs a job holds, whatever its comment claims.
+std::optional<std::string> reshape_note(std::string_view comment, std::uint32_t gpus,
+                                        bool preemptible, const Shape& shape);
+
+// The comment of a job reshaped from `from` to `to` (keeping an earlier note and the
+// status after " | ").
+std::string reshaped_comment(std::string_view comment, std::uint32_t gpus, bool preemptible,
+                             const Shape& from, const Shape& to);
+
 // Whether the shape could run in the partition when it is empty (at its node minimum).
 bool can_ever_run(const Shape& shape, const Capacity& capacity);
 

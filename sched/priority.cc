@@ -62,10 +62,16 @@ PriorityParams parse_priority_params(std::string_view text) {
       p.starve_factor = static_cast<double>(parse_uint(label, value, 0, 1000));
     } else if (key == "preempt_margin") {
       p.preempt_margin = static_cast<std::uint32_t>(parse_uint(label, value, 0, 2 * kMaxWeight));
+    } else if (key == "reshape") {
+      if (value != "yes" && value != "no") {
+        throw InputError(fmt::format("{}: expected yes or no", item));
+      }
+      p.reshape = value == "yes";
     } else {
       throw InputError(fmt::format(
           "priority parameter '{}': unknown key '{}' (expected las_weight, age_weight, "
-          "service_unit, levels, age_period, interval, preempt_margin, queues or starve)",
+          "service_unit, levels, age_period, interval, preempt_margin, queues, starve or "
+          "reshape)",
           item, key));
     }
     if (std::uint64_t{p.las_weight} + p.age_weight > kMaxWeight) {

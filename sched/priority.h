@@ -51,6 +51,10 @@ struct PriorityParams {
   // above, with the margin.
   std::vector<double> queues;
   double starve_factor = 0;
+  // site_factor/dl: a pending even gang (--dl-placement=even, one task per GPU, no -N)
+  // whose split cannot start now takes another even split that can (dl-sim --shapes
+  // even-reshaped); "reshape=yes".
+  bool reshape = false;
 
   double margin() const;
   bool discretized() const { return !queues.empty(); }
@@ -62,8 +66,8 @@ struct PriorityParams {
 // Parses PrioritySiteFactorParameters / dl-sim --priority-params: comma-separated
 // key=value with the keys las_weight, age_weight, service_unit, levels, age_period,
 // interval, preempt_margin (durations as "30s", "1h", "2d"), queues (thresholds in
-// GPU-time separated by ':', ascending, e.g. "queues=1h:8h" for 1 and 8 GPU-hours)
-// and starve (a whole factor). An empty string gives the defaults.
+// GPU-time separated by ':', ascending, e.g. "queues=1h:8h" for 1 and 8 GPU-hours),
+// starve (a whole factor) and reshape (yes or no). An empty string gives the defaults.
 // Throws InputError naming the key and what is allowed; las_weight + age_weight must
 // not exceed 1,000,000,000 so that the factor stays inside Slurm's 32-bit priority.
 PriorityParams parse_priority_params(std::string_view text);

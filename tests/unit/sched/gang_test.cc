@@ -257,6 +257,9 @@ TEST(Gang, EvenPlacementIsTheEvenSplitOnSharedNodes) {
   EXPECT_EQ(s.layout(), "2x6");
   EXPECT_FALSE(s.exclusive);
   EXPECT_EQ(describe(g12, s, false), "dl: 12 GPUs as 2x6 even");
+  const Gang g12n{12, Placement::even, std::nullopt, 3};
+  EXPECT_EQ(describe(g12n, fit_gang(g12n, nodes(4, 8), "p"), false),
+            "dl: 12 GPUs as 3x4 even (-N 3)");
   const Gang g3{3, Placement::even, std::nullopt, std::nullopt};
   EXPECT_EQ(fit_gang(g3, nodes(4, 2), "p").layout(), "3x1");
   EXPECT_EQ(
@@ -268,6 +271,70 @@ TEST(Gang, EvenPlacementIsTheEvenSplitOnSharedNodes) {
   } catch (const ShapeError& err) {
     EXPECT_NE(std::string(err.what()).find("even gang of 3x3"), std::string::npos) << err.what();
   }
+}
+
+TEST(Reshape, AGangWhoseSplitDoesNotFitTakesTheFirstOtherSplitThatDoes) {
+  // Six 4-GPU nodes with 1 GPU free each (4 CPUs): 6 GPUs as 2x3 do not fit, 6x1 does.
+  std::vector<FreeNode> free(6, FreeNode{1, 4});
+  const Shape first = even_split(6, 4);
+  ASSERT_EQ(first.layout(), "2x3");
+  auto other = other_split_that_fits(6, 4, first, free, 1);
+  ASSERT_TRUE(other.has_value());
+  EXPECT_EQ(other->layout(), "6x1");
+  // Its own split fits: it keeps it.
+  free[0].gpus = free[1].gpus = 3;
+  EXPECT_FALSE(other_split_that_fits(6, 4, first, free, 1).has_value());
+  // Too few CPUs for a task per GPU on the nodes with GPUs: 3x2 rather than 2x3.
+  free[0].cpus = free[1].cpus = 2;
+  free[2].gpus = free[3].gpus = free[4].gpus = 2;
+  other = other_split_that_fits(6, 4, first, free, 1);
+  ASSERT_TRUE(other.has_value());
+  EXPECT_EQ(other->layout(), "3x2");
+  // Nothing fits: nothing changes.
+  EXPECT_FALSE(other_split_that_fits(6, 4, first, std::vector<FreeNode>(6, FreeNode{0, 4}), 1));
+  // A gang on one node has no other split.
+  EXPECT_FALSE(
+      other_split_that_fits(4, 4, even_split(4, 4), std::vector<FreeNode>(4, FreeNode{1, 4}), 1));
+}
+
+TEST(Reshape, TakingAShapeUsesTheNodesWithTheFewestFreeGpusThatHaveEnough) {
+  std::vector<FreeNode> free = {{4, 8}, {2, 8}, {1, 8}, {3, 8}};
+  Shape s;
+  s.nodes_min = s.nodes_max = 2;
+  s.gpus_per_node = 2;
+  ASSERT_TRUE(fits_now(s, free, 1));
+  take(s, free, 1);
+  EXPECT_EQ(free[0].gpus, 4u);
+  EXPECT_EQ(free[1].gpus, 0u);
+  EXPECT_EQ(free[2].gpus, 1u);
+  EXPECT_EQ(free[3].gpus, 1u);
+  EXPECT_EQ(free[1].cpus, 6u);
+  EXPECT_FALSE(fits_now(s, free, 1));
+}
+
+TEST(Reshape, OnlyAnEvenGangAsJobSubmitShapedItAndExactlyItsGpus) {
+  Shape s;
+  s.nodes_min = s.nodes_max = 2;
+  s.gpus_per_node = 2;
+  EXPECT_EQ(reshape_note("dl: 4 GPUs as 2x2 even", 4, false, s), "");
+  EXPECT_EQ(reshape_note("dl: 4 GPUs as 2x2 even, preemptible | RUNNING step 3", 4, true, s), "");
+  EXPECT_EQ(reshape_note("dl: 4 GPUs as 2x2 even (reshaped from 4x1)", 4, false, s),
+            " (reshaped from 4x1)");
+  // -N, an explicit task layout, another placement, a stale or edited comment: no.
+  EXPECT_FALSE(reshape_note("dl: 4 GPUs as 2x2 even (-N 2)", 4, false, s));
+  EXPECT_FALSE(reshape_note("dl: 4 GPUs as 2x2 even, 1 task per node", 4, false, s));
+  EXPECT_FALSE(reshape_note("dl: 4 GPUs as 2x2", 4, false, s));
+  EXPECT_FALSE(reshape_note("dl: 4 GPUs as 4x1 even", 4, false, s));
+  EXPECT_FALSE(reshape_note("dl: 4 GPUs as 2x2 even (reshaped from 4x1) x", 4, false, s));
+  // A comment claiming more GPUs than the job holds never grows it.
+  EXPECT_FALSE(reshape_note("dl: 8 GPUs as 2x2 even", 8, false, s));
+  Shape to;
+  to.nodes_min = to.nodes_max = 4;
+  to.gpus_per_node = 1;
+  EXPECT_EQ(reshaped_comment("dl: 4 GPUs as 2x2 even, preemptible | PREEMPTED", 4, true, s, to),
+            "dl: 4 GPUs as 4x1 even, preemptible (reshaped from 2x2) | PREEMPTED");
+  EXPECT_EQ(reshaped_comment("dl: 4 GPUs as 2x2 even (reshaped from 4x1)", 4, false, s, to),
+            "dl: 4 GPUs as 4x1 even (reshaped from 4x1)");
 }
 
 }  // namespace

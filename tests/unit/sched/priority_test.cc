@@ -48,8 +48,10 @@ TEST(Priority, DefaultsAndEveryKey) {
 TEST(Priority, BadParametersAreRejectedWithTheKey) {
   EXPECT_EQ(error_of("bogus=1"),
             "priority parameter 'bogus=1': unknown key 'bogus' (expected las_weight, age_weight, "
-            "service_unit, levels, age_period, interval, preempt_margin, queues or starve)");
+            "service_unit, levels, age_period, interval, preempt_margin, queues, starve or "
+            "reshape)");
   EXPECT_EQ(error_of("levels"), "priority parameter 'levels': expected key=value");
+  EXPECT_EQ(error_of("reshape=maybe"), "reshape=maybe: expected yes or no");
   EXPECT_EQ(error_of("levels=0"), "levels=0: expected a whole number from 1 to 1000");
   EXPECT_EQ(error_of("interval=2h"),
             "interval=2h: expected a duration such as 90s, 30m or 2h, from 1s to 1h");
@@ -163,6 +165,12 @@ TEST(PriorityQueues, SiteFactorsOrderByQueueThenByWait) {
   EXPECT_EQ(queue_of_points(q1_old, p), 1u);
   EXPECT_EQ(queue_of_points(q1_new, p), 1u);
   EXPECT_EQ(queue_of_points(site_factor(1e9, 5e6, p, 4), p), 2u);
+}
+
+TEST(Priority, ReshapeIsOffUnlessAsked) {
+  EXPECT_FALSE(parse_priority_params("").reshape);
+  EXPECT_TRUE(parse_priority_params("queues=1h,reshape=yes").reshape);
+  EXPECT_FALSE(parse_priority_params("reshape=no").reshape);
 }
 
 }  // namespace
