@@ -66,6 +66,49 @@ std::uint32_t allocated_gpus(const job_record_t* job) {
   return static_cast<std::uint32_t>(std::min<std::uint64_t>(gpus, UINT32_MAX));
 }
 
+// The state of the gpu GRES in a node's or a job's GRES list, or null.
+template <typename State>
+State* gpu_state(List gres) {
+  if (!gres) return nullptr;
+  State* found = nullptr;
+  ListIterator it = list_iterator_create(gres);
+  while (auto* state = static_cast<gres_state_t*>(list_next(it))) {
+    if (state->gres_name && std::strcmp(state->gres_name, "gpu") == 0 && state->gres_data) {
+      found = static_cast<State*>(state->gres_data);
+      break;
+    }
+  }
+  list_iterator_destroy(it);
+  return found;
+}
+
+std::vector<FreeNode> free_nodes() {
+  std::vector<FreeNode> free(static_cast<std::size_t>(node_record_count));
+  node_record_t* node = nullptr;
+  for (int i = 0; (node = next_node(&i)); ++i) {
+    if (!avail_node_bitmap || !bit_test(avail_node_bitmap, node->index)) continue;
+    if (!share_node_bitmap || !bit_test(share_node_bitmap, node->index)) continue;
+    if (IS_NODE_DRAIN(node) || IS_NODE_NO_RESPOND(node) || IS_NODE_POWERED_DOWN(node)) continue;
+    FreeNode f;
+    if (const auto* gpus = gpu_state<gres_node_state_t>(node->gres_list)) {
+      f.gpus = static_cast<std::uint32_t>(gpus->gres_cnt_avail > gpus->gres_cnt_alloc
+                                              ? gpus->gres_cnt_avail - gpus->gres_cnt_alloc
+                                              : 0);
+    }
+    // The node's CPUs, not what is free of them: the allocated count lives in the select
+    // plugin's node data, which only a holder of the node write lock may refresh.
+    f.cpus = node->cpus_efctv;
+    free[static_cast<std::size_t>(node->index)] = f;
+  }
+  return free;
+}
+
+std::uint32_t requested_gpus_per_node(const job_record_t* job) {
+  const auto* gpus = gpu_state<gres_job_state_t>(job->gres_list_req);
+  if (!gpus || gpus->gres_per_node == NO_VAL64) return 0;
+  return static_cast<std::uint32_t>(std::min<std::uint64_t>(gpus->gres_per_node, UINT32_MAX));
+}
+
 double run_seconds(const job_record_t* job, std::time_t now) {
   if (job->start_time == 0) return 0;
   return std::max<double>(0, static_cast<double>(now - job->start_time - job->tot_sus_time));

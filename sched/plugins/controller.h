@@ -7,6 +7,7 @@
 #include <ctime>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "core/spec.h"
 #include "sched/gang.h"
@@ -31,6 +32,15 @@ Capacity capacity_of(const part_record_t* part);
 
 // GPUs allocated to a running job.
 std::uint32_t allocated_gpus(const job_record_t* job);
+
+// What is free now on each node of slurmctld's node table (indexed by node index): the
+// GPUs not allocated and the node's CPUs (all of them: the allocated count needs the
+// node write lock); nothing on a node that is not available (down, drained, not
+// responding) or that a job holds exclusively.
+std::vector<FreeNode> free_nodes();
+
+// The GPUs per node a pending job asks for (its GRES request), 0 for none.
+std::uint32_t requested_gpus_per_node(const job_record_t* job);
 
 // Seconds the job has run since it last started (suspended time excluded).
 double run_seconds(const job_record_t* job, std::time_t now);

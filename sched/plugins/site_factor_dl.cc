@@ -3,25 +3,34 @@
 // Slurm forgets a job's earlier runs and waits when it requeues it, so a thread
 // samples every job each `interval` into a ledger (saved in StateSaveLocation) and,
 // because slurmctld refreshes priorities by itself only with slurmdbd, recomputes
-// the priority of every pending job. See dl-sched(8).
+// the priority of every pending job. With reshape=yes it also gives a pending even gang
+// that cannot start in its split another even split that can. See dl-sched(8).
+#include <fmt/format.h>
+
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <cstdlib>
+#include <cstring>
 #include <ctime>
 #include <exception>
 #include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
+#include <unordered_map>
 #include <utility>
+#include <vector>
 
 #include "config.h"
 #include "core/error.h"
+#include "sched/gang.h"
 #include "sched/ledger.h"
 #include "sched/plugins/controller.h"
 #include "sched/plugins/guard.h"
 #include "sched/priority.h"
 #include "sched/state_file.h"
+#include "sched/tres.h"
 
 namespace dl::sched {
 namespace {
@@ -116,15 +125,179 @@ bool refresh_priority(job_record_t* job) {
   return true;
 }
 
+// ---- reshape=yes: another even split for a pending gang that cannot start in its own
+
+// A pending job waiting only for resources or for higher jobs, which Slurm's main
+// scheduler would try now.
+bool waits_to_start(const job_record_t* job) {
+  return IS_JOB_PENDING(job) && job->priority != 0 && job->details &&
+         (job->state_reason == WAIT_NO_REASON || job->state_reason == WAIT_PRIORITY ||
+          job->state_reason == WAIT_RESOURCES);
+}
+
+// The job's shape now: its nodes and the GPUs it asks for on each.
+Shape shape_of(const job_record_t* job) {
+  Shape s;
+  s.nodes_min = s.nodes_max = std::max<std::uint32_t>(job->details->min_nodes, 1);
+  s.gpus_per_node = requested_gpus_per_node(job);
+  return s;
+}
+
+std::uint32_t cpus_per_gpu(const job_record_t* job) {
+  const std::uint16_t c = job->details->cpus_per_task;
+  return c == 0 || c == NO_VAL16 ? 1 : c;
+}
+
+// The GPUs and preemptibility of a pending even gang site_factor/dl may reshape
+// (reshape_note), else nullopt.
+struct Reshapable {
+  std::uint32_t gpus = 0;
+  bool preemptible = false;
+};
+
+std::optional<Reshapable> reshapable(const job_record_t* job, const Shape& shape) {
+  if (!job->comment) return std::nullopt;
+  std::optional<Spec> spec;
+  try {
+    spec = spec_of(job);
+  } catch (const InputError&) {
+    return std::nullopt;
+  }
+  if (!spec || !spec->gpus || spec->placement != Placement::even || spec->elastic) {
+    return std::nullopt;
+  }
+  if (!reshape_note(job->comment, *spec->gpus, spec->preemptible, shape)) return std::nullopt;
+  return Reshapable{*spec->gpus, spec->preemptible};
+}
+
+// One reshape, decided under the sweep's locks and carried out after them.
+struct Reshape {
+  std::uint32_t job_id = 0;
+  Shape from, to;
+  std::string comment;
+  std::string tres_per_node;
+};
+
+// A pass of Slurm's main scheduler as site_factor/dl sees it: the waiting jobs in
+// priority order, each started where it fits (in another even split when its own does
+// not and it is reshapable), until in each partition the first that cannot start.
+// Caller holds slurmctld's job and node locks.
+std::vector<Reshape> plan_reshapes(std::vector<job_record_t*> waiting) {
+  std::stable_sort(
+      waiting.begin(), waiting.end(), [](const job_record_t* a, const job_record_t* b) {
+        return a->priority != b->priority ? a->priority > b->priority : a->job_id < b->job_id;
+      });
+  std::vector<FreeNode> free = free_nodes();
+  struct Part {
+    std::vector<std::size_t> nodes;
+    std::uint32_t gpus_per_node = 0;
+    bool blocked = false;
+  };
+  std::unordered_map<const part_record_t*, Part> parts;
+  std::vector<Reshape> out;
+  // As bf_max_job_test bounds the backfill pass: the first jobs only.
+  constexpr std::size_t kLooked = 1000;
+  for (std::size_t k = 0; k < waiting.size() && k < kLooked; ++k) {
+    job_record_t* job = waiting[k];
+    const part_record_t* part_ptr = job->part_ptr;
+    if (!part_ptr || !part_ptr->node_bitmap || job->part_ptr_list) continue;
+    auto [it, fresh] = parts.try_emplace(part_ptr);
+    Part& part = it->second;
+    if (fresh) {
+      for (std::size_t n = 0; n < free.size(); ++n) {
+        if (bit_test(part_ptr->node_bitmap, static_cast<bitoff_t>(n))) part.nodes.push_back(n);
+      }
+      part.gpus_per_node = capacity_of(part_ptr).gpus_per_node();
+    }
+    if (part.blocked) continue;
+    std::vector<FreeNode> view;
+    view.reserve(part.nodes.size());
+    for (const auto n : part.nodes) view.push_back(free[n]);
+    const Shape shape = shape_of(job);
+    const std::uint32_t cpus = cpus_per_gpu(job);
+    Shape start = shape;
+    if (!fits_now(shape, view, cpus)) {
+      const auto r = reshapable(job, shape);
+      const auto other =
+          r ? other_split_that_fits(r->gpus, part.gpus_per_node, shape, view, cpus) : std::nullopt;
+      if (!other) {
+        part.blocked = true;
+        continue;
+      }
+      start = *other;
+      std::string tres = fmt::format("gres:gpu:{}", other->gpus_per_node);
+      if (const auto rest = without_gpus(job->tres_per_node ? job->tres_per_node : "");
+          !rest.empty()) {
+        tres += "," + rest;
+      }
+      out.push_back({job->job_id, shape, *other,
+                     reshaped_comment(job->comment, r->gpus, r->preemptible, shape, *other),
+                     std::move(tres)});
+    }
+    take(start, view, cpus);
+    for (std::size_t i = 0; i < part.nodes.size(); ++i) free[part.nodes[i]] = view[i];
+  }
+  return out;
+}
+
+// Carries the reshapes out as an operator's `scontrol update job` would (Slurm's
+// update_job, under the locks of its update RPC), for the jobs still pending in the
+// shape they were planned from.
+void apply_reshapes(const std::vector<Reshape>& plans) {
+  if (plans.empty()) return;
+  std::size_t done = 0;
+  {
+    const SlurmctldLock lock({READ_LOCK, WRITE_LOCK, WRITE_LOCK, READ_LOCK, READ_LOCK});
+    for (const Reshape& r : plans) {
+      job_record_t* job = find_job_record(r.job_id);
+      if (!job || !IS_JOB_PENDING(job) || !job->details || !(shape_of(job) == r.from)) continue;
+      auto* desc = static_cast<job_desc_msg_t*>(xmalloc(sizeof(job_desc_msg_t)));
+      slurm_init_job_desc_msg(desc);
+      desc->job_id = r.job_id;
+      desc->min_nodes = desc->max_nodes = r.to.nodes_min;
+      // One task per GPU: the tasks per node, and the CPUs they need on each node and in
+      // all (Slurm would otherwise keep the old per-node CPUs and ask for them on every
+      // new node, more than the tasks can use: never runnable).
+      const std::uint32_t cpus = cpus_per_gpu(job);
+      desc->ntasks_per_node = static_cast<std::uint16_t>(r.to.gpus_per_node);
+      desc->pn_min_cpus = static_cast<std::uint16_t>(r.to.gpus_per_node * cpus);
+      desc->min_cpus = r.to.nodes_min * r.to.gpus_per_node * cpus;
+      desc->tres_per_node = xstrdup(r.tres_per_node.c_str());
+      desc->comment = xstrdup(r.comment.c_str());
+      slurm_msg_t msg;
+      slurm_msg_t_init(&msg);
+      msg.msg_type = REQUEST_UPDATE_JOB;
+      msg.protocol_version = SLURM_PROTOCOL_VERSION;
+      msg.data = desc;
+      const int rc = update_job(&msg, 0, false);
+      slurm_free_job_desc_msg(desc);
+      if (rc == SLURM_SUCCESS) {
+        ++done;
+        info("dl: site_factor: JobId=%u reshaped from %s to %s, which fits now", r.job_id,
+             r.from.layout().c_str(), r.to.layout().c_str());
+      } else {
+        info("dl: site_factor: JobId=%u not reshaped to %s: %s", r.job_id, r.to.layout().c_str(),
+             slurm_strerror(rc));
+      }
+    }
+  }
+  if (done > 0) {
+    schedule_job_save();
+    queue_job_scheduler();
+  }
+}
+
 // One pass over slurmctld's job list (list_for_each: its lock once, not per job), in
 // which each job is scored and, when pending, given Slurm's priority while its record is
 // still in the cache.
 struct Sweep {
   Plugin& p;
   std::time_t now;
+  bool reshape = false;
   std::size_t jobs = 0;
   std::size_t priorities = 0;
-  std::exception_ptr failed;  // exceptions must not cross Slurm's C frames
+  std::vector<job_record_t*> waiting;  // reshape: the jobs a main scheduler pass tries
+  std::exception_ptr failed;           // exceptions must not cross Slurm's C frames
 };
 
 int visit(void* item, void* arg) {
@@ -134,6 +307,7 @@ int visit(void* item, void* arg) {
     ++sweep.jobs;
     score(sweep.p, job, sweep.now);
     if (refresh_priority(job)) ++sweep.priorities;
+    if (sweep.reshape && waits_to_start(job)) sweep.waiting.push_back(job);
   } catch (...) {
     sweep.failed = std::current_exception();
     return -1;  // stops list_for_each
@@ -142,11 +316,15 @@ int visit(void* item, void* arg) {
 }
 
 // One sample: every job into the ledger, purged jobs out of it, every pending job's
-// priority recomputed, running jobs' factors refreshed for preempt/dl. Returns the
-// ledger's text when it changed: the text needs only `mutex`, so it is made after
-// slurmctld's job lock is released.
-std::optional<std::string> sample(Plugin& p) {
-  Sweep sweep{p, std::time(nullptr), 0, 0, {}};
+// priority recomputed, running jobs' factors refreshed for preempt/dl, and with
+// reshape=yes the reshapes planned. Returns the ledger's text when it changed: the text
+// needs only `mutex`, so it is made after slurmctld's job lock is released.
+std::optional<std::string> sample(Plugin& p, std::vector<Reshape>& reshapes) {
+  Sweep sweep{p, std::time(nullptr), false, 0, 0, {}, {}};
+  {
+    const std::lock_guard<std::mutex> hold(p.mutex);
+    sweep.reshape = p.params.reshape;
+  }
   Ms ledger{};
   Ms held{};
   {
@@ -163,6 +341,7 @@ std::optional<std::string> sample(Plugin& p) {
     const auto swept = Clock::now();
     p.ledger.end_sweep();
     ledger = Clock::now() - swept;
+    if (sweep.reshape) reshapes = plan_reshapes(std::move(sweep.waiting));
     held = Clock::now() - locked;
   }
   const auto unlocked = Clock::now();
@@ -224,7 +403,10 @@ void run_sampler(Plugin& p) {
       continue;
     }
     try {
-      if (const auto text = sample(p)) {
+      std::vector<Reshape> reshapes;
+      const auto text = sample(p, reshapes);
+      apply_reshapes(reshapes);
+      if (text) {
         save_durably(p.state_path, *text);
         const std::lock_guard<std::mutex> hold(p.mutex);
         p.saved = *text;

@@ -405,6 +405,38 @@ preempted_by_high() {
   [ "$(job_state "$running")" = RUNNING ]
 }
 
+@test "reshape=yes: a pending even gang that cannot start in its split starts in another; one with -N keeps its own and holds back those behind it" {
+  # One GPU taken on each node: 4 GPUs as 2x2 cannot start, 4x1 can.
+  for n in 1 2 3 4; do
+    busy=$(submit -o /dev/null -w "n$n" --gres=gpu:1 --wrap 'sleep 300')
+  done
+  wait_state "$busy" RUNNING 30
+  pinned=$(submit -o /dev/null --dl-gpus=4 --dl-placement=even -N2 --wrap 'srun hostname')
+  even=$(submit -o out.txt --dl-gpus=4 --dl-placement=even --wrap 'srun hostname | sort | uniq -c')
+  sleep 3 # samples of the default parameters: no reshape
+  [ "$(job_field "$even" NumNodes)" = 2-2 ]
+  [ "$(comment_of "$even")" = "dl: 4 GPUs as 2x2 even" ]
+  site_params interval=1s,reshape=yes
+  sleep 4 # samples with reshape: the job with -N first cannot start and is not reshaped;
+  # Slurm's main scheduler would not go past it, so neither does the reshape.
+  [ "$(job_state "$pinned")" = PENDING ]
+  [ "$(comment_of "$pinned")" = "dl: 4 GPUs as 2x2 even (-N 2)" ]
+  [ "$(job_field "$pinned" TresPerNode)" = gres:gpu:2 ]
+  [ "$(job_state "$even")" = PENDING ]
+  [ "$(job_field "$even" NumNodes)" = 2-2 ]
+  scancel "$pinned"
+  wait_state "$even" COMPLETED 30
+  [ "$(comment_of "$even")" = "dl: 4 GPUs as 4x1 even (reshaped from 2x2)" ]
+  [ "$(job_field "$even" NumNodes)" = 4 ]
+  [ "$(job_field "$even" TresPerNode)" = gres:gpu:1 ]
+  # One rank per GPU, one per node.
+  [ "$(awk '{print $1}' out.txt | sort -u)" = 1 ]
+  [ "$(wc -l <out.txt)" -eq 4 ]
+  log=$(sed -n 's/^SlurmctldLogFile=//p' "$SLURM_CONF")
+  grep -q "dl: site_factor: JobId=$even reshaped from 2x2 to 4x1, which fits now" "$log"
+  ! grep -q "JobId=$pinned reshaped" "$log" || false
+}
+
 # Last in this file: it restarts slurmctld twice (another PreemptType and back).
 @test "a plain job and a DL job without --dl-preemptible in low are both preempted by a job in high" {
   scontrol update PartitionName=low GraceTime=3
