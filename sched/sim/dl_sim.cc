@@ -141,7 +141,8 @@ int main(int argc, char** argv) {
                  "(split evenly over shared nodes; even-first: that split only, placed as Slurm's "
                  "cons_tres does and under Slurm's schedulers, as the plugins run; "
                  "even-reshaped: as even-first, but a job that does not fit now in its split "
-                 "starts in another even split that does, which the plugins do not do)")
+                 "starts in another even split that does, as the plugins do with "
+                 "reshape=yes, which even-first then also means)")
       ->capture_default_str();
   app.add_option("--requeue-delay", o.requeue_delay_s, "seconds Slurm holds a requeued job")
       ->capture_default_str()

@@ -385,6 +385,8 @@ struct Simulator::Impl {
 
   Impl(std::vector<TraceJob> trace, const Options& options) : o(options) {
     check_options();
+    // site_factor/dl's reshape=yes under Slurm's schedulers: --shapes even-reshaped.
+    if (o.priority.reshape && o.cons_tres_placement) o.other_even_splits = true;
     std::stable_sort(trace.begin(), trace.end(), [](const TraceJob& a, const TraceJob& b) {
       return a.submit_s != b.submit_s ? a.submit_s < b.submit_s : a.id < b.id;
     });

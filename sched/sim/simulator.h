@@ -81,10 +81,10 @@ struct Options {
   bool even_shapes = false;
   // With even_shapes: whether to try the other even splits. false is what Slurm does
   // (a job has the one shape job_submit/dl gave it): the calibration against slurmctld.
-  // With cons_tres_placement too (dl-sim --shapes even-reshaped): what reshaping a
-  // pending job would give under Slurm's schedulers; the main scheduler starts a job in
-  // another split that fits now, while backfill reservations and preemption keep the
-  // first split.
+  // With cons_tres_placement too (dl-sim --shapes even-reshaped): site_factor/dl's
+  // reshape=yes under Slurm's schedulers; the main scheduler starts a job in another
+  // split that fits now, while backfill reservations and preemption keep the first
+  // split. priority.reshape with cons_tres_placement implies it.
   bool other_even_splits = true;
   // dl: shapes placed as select/cons_tres places them (place_dl_cons_tres), not best
   // fit: what the plugins get from Slurm (the calibration against slurmctld). The dl

@@ -455,6 +455,9 @@ TEST(Sim, EvenReshapedShapesTakeAnotherSplitUnderSlurmsSchedulers) {
   EXPECT_DOUBLE_EQ(simulate(trace, reshaped).outcomes[6].start_s, 5);
   reshaped.other_even_splits = false;
   EXPECT_GE(simulate(trace, reshaped).outcomes[6].start_s, 1000);
+  // site_factor/dl's reshape=yes in the priority parameters means the same.
+  reshaped.priority = parse_priority_params("reshape=yes");
+  EXPECT_DOUBLE_EQ(simulate(trace, reshaped).outcomes[6].start_s, 5);
 }
 
 TEST(Sim, ShapesOptionSetsTheModel) {
