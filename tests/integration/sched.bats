@@ -17,6 +17,7 @@ teardown() {
     wait_until 30 'scontrol ping | grep -q "is UP"'
   fi
   cancel_all
+  scancel --quiet -u dltest 2>/dev/null || true # the hostile tests' jobs
   if [ -f "$BATS_TEST_TMPDIR/slurm.conf.saved" ]; then
     cp "$BATS_TEST_TMPDIR/slurm.conf.saved" "$SLURM_CONF"
     if [ -f "$BATS_TEST_TMPDIR/restart-ctld" ]; then
@@ -435,6 +436,23 @@ preempted_by_high() {
   log=$(sed -n 's/^SlurmctldLogFile=//p' "$SLURM_CONF")
   grep -q "dl: site_factor: JobId=$even reshaped from 2x2 to 4x1, which fits now" "$log"
   ! grep -q "JobId=$pinned reshaped" "$log" || false
+}
+
+@test "reshape=yes trusts no comment: a user's plain job whose comment claims to be an even gang is not reshaped" {
+  site_params interval=1s,reshape=yes
+  for n in 1 2 3 4; do
+    busy=$(submit -o /dev/null -w "n$n" --gres=gpu:1 --wrap 'sleep 300')
+  done
+  wait_state "$busy" RUNNING 30
+  forged=$(as_dltest sbatch --parsable -o /dev/null -N2 --gres=gpu:2 --ntasks-per-node=2 --wrap 'srun hostname')
+  as_dltest scontrol update job "$forged" Comment="dl: 4 GPUs as 2x2 even"
+  [ "$(comment_of "$forged")" = "dl: 4 GPUs as 2x2 even" ]
+  sleep 4 # samples with reshape
+  [ "$(job_state "$forged")" = PENDING ]
+  [ "$(job_field "$forged" NumNodes)" = 2-2 ]
+  [ "$(job_field "$forged" TresPerNode)" = gres:gpu:2 ]
+  log=$(sed -n 's/^SlurmctldLogFile=//p' "$SLURM_CONF")
+  ! grep -q "JobId=$forged reshaped" "$log" || false
 }
 
 # Last in this file: it restarts slurmctld twice (another PreemptType and back).
