@@ -183,8 +183,13 @@ struct Reshape {
 // not and it is reshapable), until in each partition the first that cannot start.
 // Caller holds slurmctld's job and node locks.
 std::vector<Reshape> plan_reshapes(std::vector<job_record_t*> waiting) {
+  // Slurm's order: the partition's PriorityTier, then the job's priority.
+  const auto tier = [](const job_record_t* j) {
+    return j->part_ptr ? j->part_ptr->priority_tier : 0;
+  };
   std::stable_sort(
-      waiting.begin(), waiting.end(), [](const job_record_t* a, const job_record_t* b) {
+      waiting.begin(), waiting.end(), [&](const job_record_t* a, const job_record_t* b) {
+        if (tier(a) != tier(b)) return tier(a) > tier(b);
         return a->priority != b->priority ? a->priority > b->priority : a->job_id < b->job_id;
       });
   std::vector<FreeNode> free = free_nodes();
