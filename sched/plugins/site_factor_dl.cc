@@ -178,21 +178,32 @@ struct Reshape {
   std::string tres_per_node;
 };
 
+// A waiting job and its place in Slurm's order (the partition's PriorityTier, then the
+// job's priority, then the older job), read while the sweep has its record in the cache.
+struct Waiting {
+  std::uint16_t tier = 0;
+  std::uint32_t priority = 0;
+  std::uint32_t job_id = 0;
+  job_record_t* job = nullptr;
+
+  static Waiting of(job_record_t* job) {
+    return {job->part_ptr ? job->part_ptr->priority_tier : std::uint16_t{0}, job->priority,
+            job->job_id, job};
+  }
+  // Heap order: the job Slurm tries first on top.
+  bool operator<(const Waiting& o) const {
+    if (tier != o.tier) return tier < o.tier;
+    return priority != o.priority ? priority < o.priority : job_id > o.job_id;
+  }
+};
+
 // A pass of Slurm's main scheduler as site_factor/dl sees it: the waiting jobs in
 // priority order, each started where it fits (in another even split when its own does
 // not and it is reshapable), until in each partition the first that cannot start.
 // Caller holds slurmctld's job and node locks.
-std::vector<Reshape> plan_reshapes(std::vector<job_record_t*> waiting) {
-  // Slurm's order: the partition's PriorityTier, then the job's priority.
-  const auto tier = [](const job_record_t* j) {
-    return j->part_ptr ? j->part_ptr->priority_tier : 0;
-  };
-  std::stable_sort(
-      waiting.begin(), waiting.end(), [&](const job_record_t* a, const job_record_t* b) {
-        if (tier(a) != tier(b)) return tier(a) > tier(b);
-        return a->priority != b->priority ? a->priority > b->priority : a->job_id < b->job_id;
-      });
-  std::vector<FreeNode> free = free_nodes();
+std::vector<Reshape> plan_reshapes(std::vector<Waiting> waiting) {
+  // A heap, not a sort: the pass usually stops after a few jobs.
+  std::make_heap(waiting.begin(), waiting.end());
   struct Part {
     std::vector<std::size_t> nodes;
     std::uint32_t gpus_per_node = 0;
@@ -202,8 +213,11 @@ std::vector<Reshape> plan_reshapes(std::vector<job_record_t*> waiting) {
   std::vector<Reshape> out;
   // As bf_max_job_test bounds the backfill pass: the first jobs only.
   constexpr std::size_t kLooked = 1000;
-  for (std::size_t k = 0; k < waiting.size() && k < kLooked; ++k) {
-    job_record_t* job = waiting[k];
+  std::vector<FreeNode> free = free_nodes();
+  for (std::size_t k = 0; !waiting.empty() && k < kLooked; ++k) {
+    std::pop_heap(waiting.begin(), waiting.end());
+    job_record_t* job = waiting.back().job;
+    waiting.pop_back();
     const part_record_t* part_ptr = job->part_ptr;
     if (!part_ptr || !part_ptr->node_bitmap || job->part_ptr_list) continue;
     auto [it, fresh] = parts.try_emplace(part_ptr);
@@ -301,8 +315,8 @@ struct Sweep {
   bool reshape = false;
   std::size_t jobs = 0;
   std::size_t priorities = 0;
-  std::vector<job_record_t*> waiting;  // reshape: the jobs a main scheduler pass tries
-  std::exception_ptr failed;           // exceptions must not cross Slurm's C frames
+  std::vector<Waiting> waiting;  // reshape: the jobs a main scheduler pass tries
+  std::exception_ptr failed;     // exceptions must not cross Slurm's C frames
 };
 
 int visit(void* item, void* arg) {
@@ -312,7 +326,7 @@ int visit(void* item, void* arg) {
     ++sweep.jobs;
     score(sweep.p, job, sweep.now);
     if (refresh_priority(job)) ++sweep.priorities;
-    if (sweep.reshape && waits_to_start(job)) sweep.waiting.push_back(job);
+    if (sweep.reshape && waits_to_start(job)) sweep.waiting.push_back(Waiting::of(job));
   } catch (...) {
     sweep.failed = std::current_exception();
     return -1;  // stops list_for_each
@@ -338,6 +352,7 @@ std::optional<std::string> sample(Plugin& p, std::vector<Reshape>& reshapes) {
     const auto locked = Clock::now();
     const std::lock_guard<std::mutex> hold(p.mutex);
     p.ledger.begin_sweep();
+    if (sweep.reshape) sweep.waiting.reserve(static_cast<std::size_t>(list_count(job_list)));
     {
       const Sweeping in_pass;
       list_for_each(job_list, visit, &sweep);
