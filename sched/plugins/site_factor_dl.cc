@@ -214,7 +214,10 @@ std::vector<Reshape> plan_reshapes(std::vector<Waiting> waiting) {
   // As bf_max_job_test bounds the backfill pass: the first jobs only.
   constexpr std::size_t kLooked = 1000;
   std::vector<FreeNode> free = free_nodes();
-  for (std::size_t k = 0; !waiting.empty() && k < kLooked; ++k) {
+  // Done once every partition has a job that cannot start.
+  const auto partitions = static_cast<std::size_t>(list_count(part_list));
+  std::size_t blocked = 0;
+  for (std::size_t k = 0; !waiting.empty() && k < kLooked && blocked < partitions; ++k) {
     std::pop_heap(waiting.begin(), waiting.end());
     job_record_t* job = waiting.back().job;
     waiting.pop_back();
@@ -241,6 +244,7 @@ std::vector<Reshape> plan_reshapes(std::vector<Waiting> waiting) {
           r ? other_split_that_fits(r->gpus, part.gpus_per_node, shape, view, cpus) : std::nullopt;
       if (!other) {
         part.blocked = true;
+        ++blocked;
         continue;
       }
       start = *other;
