@@ -156,7 +156,9 @@ struct Reshapable {
 };
 
 std::optional<Reshapable> reshapable(const job_record_t* job, const Shape& shape) {
-  if (!job->comment) return std::nullopt;
+  // An array's pending record stands for many tasks, a heterogeneous job's component for
+  // one part of it: update_job would change them all.
+  if (!job->comment || job->array_recs || job->het_job_id != 0) return std::nullopt;
   std::optional<Spec> spec;
   try {
     spec = spec_of(job);

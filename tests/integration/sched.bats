@@ -438,7 +438,7 @@ preempted_by_high() {
   ! grep -q "JobId=$pinned reshaped" "$log" || false
 }
 
-@test "reshape=yes trusts no comment: a user's plain job whose comment claims to be an even gang is not reshaped" {
+@test "reshape=yes trusts no comment: a user's plain job whose comment claims to be an even gang is not reshaped, nor is a job array" {
   site_params interval=1s,reshape=yes
   for n in 1 2 3 4; do
     busy=$(submit -o /dev/null -w "n$n" --gres=gpu:1 --wrap 'sleep 300')
@@ -453,6 +453,13 @@ preempted_by_high() {
   [ "$(job_field "$forged" TresPerNode)" = gres:gpu:2 ]
   log=$(sed -n 's/^SlurmctldLogFile=//p' "$SLURM_CONF")
   ! grep -q "JobId=$forged reshaped" "$log" || false
+  # Nor is a job array's pending record, which stands for all its tasks.
+  scancel "$forged"
+  array=$(submit -o /dev/null --array=0-1 --dl-gpus=4 --dl-placement=even --wrap 'srun hostname')
+  sleep 4
+  [ "$(comment_of "$array")" = "dl: 4 GPUs as 2x2 even" ]
+  [ "$(job_field "$array" TresPerNode)" = gres:gpu:2 ]
+  ! grep -q "JobId=${array}.* reshaped" "$log" || false
 }
 
 # Last in this file: it restarts slurmctld twice (another PreemptType and back).
