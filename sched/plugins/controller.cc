@@ -53,33 +53,30 @@ Capacity capacity_of(const part_record_t* part) {
   return c;
 }
 
-std::uint32_t allocated_gpus(const job_record_t* job) {
-  std::uint64_t gpus = 0;
-  if (!job->gres_list_alloc) return 0;
-  ListIterator it = list_iterator_create(job->gres_list_alloc);
-  while (auto* state = static_cast<gres_state_t*>(list_next(it))) {
-    if (state->gres_name && std::strcmp(state->gres_name, "gpu") == 0 && state->gres_data) {
-      gpus += static_cast<gres_job_state_t*>(state->gres_data)->total_gres;
-    }
-  }
-  list_iterator_destroy(it);
-  return static_cast<std::uint32_t>(std::min<std::uint64_t>(gpus, UINT32_MAX));
-}
-
-// The state of the gpu GRES in a node's or a job's GRES list, or null.
-template <typename State>
-State* gpu_state(List gres) {
-  if (!gres) return nullptr;
-  State* found = nullptr;
+namespace {
+// Calls f with the data of every gpu entry of a node's or a job's GRES list.
+template <typename State, typename F>
+void for_each_gpu(List gres, F&& f) {
+  if (!gres) return;
   ListIterator it = list_iterator_create(gres);
   while (auto* state = static_cast<gres_state_t*>(list_next(it))) {
     if (state->gres_name && std::strcmp(state->gres_name, "gpu") == 0 && state->gres_data) {
-      found = static_cast<State*>(state->gres_data);
-      break;
+      f(*static_cast<const State*>(state->gres_data));
     }
   }
   list_iterator_destroy(it);
-  return found;
+}
+
+std::uint32_t clamp32(std::uint64_t n) {
+  return static_cast<std::uint32_t>(std::min<std::uint64_t>(n, UINT32_MAX));
+}
+}  // namespace
+
+std::uint32_t allocated_gpus(const job_record_t* job) {
+  std::uint64_t gpus = 0;
+  for_each_gpu<gres_job_state_t>(job->gres_list_alloc,
+                                 [&](const gres_job_state_t& g) { gpus += g.total_gres; });
+  return clamp32(gpus);
 }
 
 std::vector<FreeNode> free_nodes() {
@@ -90,11 +87,11 @@ std::vector<FreeNode> free_nodes() {
     if (!share_node_bitmap || !bit_test(share_node_bitmap, node->index)) continue;
     if (IS_NODE_DRAIN(node) || IS_NODE_NO_RESPOND(node) || IS_NODE_POWERED_DOWN(node)) continue;
     FreeNode f;
-    if (const auto* gpus = gpu_state<gres_node_state_t>(node->gres_list)) {
-      f.gpus = static_cast<std::uint32_t>(gpus->gres_cnt_avail > gpus->gres_cnt_alloc
-                                              ? gpus->gres_cnt_avail - gpus->gres_cnt_alloc
-                                              : 0);
-    }
+    std::uint64_t gpus = 0;
+    for_each_gpu<gres_node_state_t>(node->gres_list, [&](const gres_node_state_t& g) {
+      if (g.gres_cnt_avail > g.gres_cnt_alloc) gpus += g.gres_cnt_avail - g.gres_cnt_alloc;
+    });
+    f.gpus = clamp32(gpus);
     // The node's CPUs, not what is free of them: the allocated count lives in the select
     // plugin's node data, which only a holder of the node write lock may refresh.
     f.cpus = node->cpus_efctv;
@@ -104,9 +101,11 @@ std::vector<FreeNode> free_nodes() {
 }
 
 std::uint32_t requested_gpus_per_node(const job_record_t* job) {
-  const auto* gpus = gpu_state<gres_job_state_t>(job->gres_list_req);
-  if (!gpus || gpus->gres_per_node == NO_VAL64) return 0;
-  return static_cast<std::uint32_t>(std::min<std::uint64_t>(gpus->gres_per_node, UINT32_MAX));
+  std::uint64_t gpus = 0;
+  for_each_gpu<gres_job_state_t>(job->gres_list_req, [&](const gres_job_state_t& g) {
+    if (g.gres_per_node != NO_VAL64) gpus += g.gres_per_node;
+  });
+  return clamp32(gpus);
 }
 
 double run_seconds(const job_record_t* job, std::time_t now) {

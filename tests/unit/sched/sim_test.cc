@@ -422,11 +422,17 @@ TEST(Sim, EvenShapesUseSharedNodesAndNeverSplitSmallGangs) {
   EXPECT_GE(p.outcomes[2].start_s, 1000);
 }
 
-TEST(Sim, EvenShapesTakeAnotherEvenSplitWhenTheFirstDoesNotFit) {
-  // Six 4-GPU nodes with one GPU free each: a 6-GPU gang (2x3 first) runs as 6x1.
+// Six 4-GPU nodes each with 3 GPUs busy until 1000, then a 6-GPU gang (2x3 first) at 5.
+std::vector<TraceJob> one_gpu_free_on_six_nodes() {
   std::vector<TraceJob> trace;
   for (std::uint64_t id = 1; id <= 6; ++id) trace.push_back(job(id, 0, 1000, 3));
   trace.push_back(job(7, 5, 100, 6));
+  return trace;
+}
+
+TEST(Sim, EvenShapesTakeAnotherEvenSplitWhenTheFirstDoesNotFit) {
+  // Six 4-GPU nodes with one GPU free each: a 6-GPU gang (2x3 first) runs as 6x1.
+  const std::vector<TraceJob> trace = one_gpu_free_on_six_nodes();
   Options even = cluster(Policy::dl, 6, 4);
   even.even_shapes = true;
   EXPECT_DOUBLE_EQ(simulate(trace, even).outcomes[6].start_s, 5);
@@ -434,9 +440,7 @@ TEST(Sim, EvenShapesTakeAnotherEvenSplitWhenTheFirstDoesNotFit) {
 
 TEST(Sim, EvenFirstShapesKeepJobSubmitsOneSplitAsSlurmDoes) {
   // As above, but a Slurm job has the one shape job_submit/dl gave it (2x3): it waits.
-  std::vector<TraceJob> trace;
-  for (std::uint64_t id = 1; id <= 6; ++id) trace.push_back(job(id, 0, 1000, 3));
-  trace.push_back(job(7, 5, 100, 6));
+  const std::vector<TraceJob> trace = one_gpu_free_on_six_nodes();
   Options first = cluster(Policy::dl, 6, 4);
   first.even_shapes = true;
   first.other_even_splits = false;
@@ -446,9 +450,7 @@ TEST(Sim, EvenFirstShapesKeepJobSubmitsOneSplitAsSlurmDoes) {
 TEST(Sim, EvenReshapedShapesTakeAnotherSplitUnderSlurmsSchedulers) {
   // As above under Slurm's schedulers (cons_tres placement): with the other splits the
   // 6-GPU gang starts at once as 6x1; without them it waits for its 2x3.
-  std::vector<TraceJob> trace;
-  for (std::uint64_t id = 1; id <= 6; ++id) trace.push_back(job(id, 0, 1000, 3));
-  trace.push_back(job(7, 5, 100, 6));
+  const std::vector<TraceJob> trace = one_gpu_free_on_six_nodes();
   Options reshaped = cluster(Policy::dl, 6, 4);
   reshaped.even_shapes = true;
   reshaped.cons_tres_placement = true;
