@@ -202,8 +202,9 @@ struct Waiting {
 // A pass of Slurm's main scheduler as site_factor/dl sees it: the waiting jobs in
 // priority order, each started where it fits (in another even split when its own does
 // not and it is reshapable), until in each partition the first that cannot start.
-// Caller holds slurmctld's job and node locks.
-std::vector<Reshape> plan_reshapes(std::vector<Waiting> waiting) {
+// Caller holds slurmctld's job and node locks. `looked` is how many waiting jobs it took
+// off the heap.
+std::vector<Reshape> plan_reshapes(std::vector<Waiting> waiting, std::size_t& looked) {
   // A heap, not a sort: the pass usually stops after a few jobs.
   std::make_heap(waiting.begin(), waiting.end());
   struct Part {
@@ -216,10 +217,19 @@ std::vector<Reshape> plan_reshapes(std::vector<Waiting> waiting) {
   // As bf_max_job_test bounds the backfill pass: the first jobs only.
   constexpr std::size_t kLooked = 1000;
   std::vector<FreeNode> free = free_nodes();
-  // Done once every partition has a job that cannot start.
-  const auto partitions = static_cast<std::size_t>(list_count(part_list));
+  // Done once every partition a job waits in has a job that cannot start (a partition
+  // nothing waits in never blocks: counting it would pop kLooked jobs every pass).
+  std::vector<const part_record_t*> waited_in;
+  for (const Waiting& w : waiting) {
+    const part_record_t* p = w.job->part_ptr;
+    if (!p || !p->node_bitmap || w.job->part_ptr_list) continue;
+    if (std::find(waited_in.begin(), waited_in.end(), p) == waited_in.end()) {
+      waited_in.push_back(p);
+    }
+  }
+  const std::size_t partitions = waited_in.size();
   std::size_t blocked = 0;
-  for (std::size_t k = 0; !waiting.empty() && k < kLooked && blocked < partitions; ++k) {
+  for (looked = 0; !waiting.empty() && looked < kLooked && blocked < partitions; ++looked) {
     std::pop_heap(waiting.begin(), waiting.end());
     job_record_t* job = waiting.back().job;
     waiting.pop_back();
@@ -352,6 +362,8 @@ std::optional<std::string> sample(Plugin& p, std::vector<Reshape>& reshapes) {
   }
   Ms ledger{};
   Ms held{};
+  std::size_t waiting = 0;
+  std::size_t looked = 0;
   {
     // Released however this returns: a lock leaked by an exception would stop slurmctld.
     const SlurmctldLock lock({NO_LOCK, WRITE_LOCK, READ_LOCK, READ_LOCK, NO_LOCK});
@@ -367,7 +379,8 @@ std::optional<std::string> sample(Plugin& p, std::vector<Reshape>& reshapes) {
     const auto swept = Clock::now();
     p.ledger.end_sweep();
     ledger = Clock::now() - swept;
-    if (sweep.reshape) reshapes = plan_reshapes(std::move(sweep.waiting));
+    waiting = sweep.waiting.size();
+    if (sweep.reshape) reshapes = plan_reshapes(std::move(sweep.waiting), looked);
     held = Clock::now() - locked;
   }
   const auto unlocked = Clock::now();
@@ -379,6 +392,10 @@ std::optional<std::string> sample(Plugin& p, std::vector<Reshape>& reshapes) {
       "(ledger %.3f); state text %.3f ms after",
       sweep.jobs, sweep.priorities, held.count(), ledger.count(),
       Ms(Clock::now() - unlocked).count());
+  if (sweep.reshape) {
+    debug("dl: site_factor: reshape looked at %zu of %zu waiting jobs, planned %zu", looked,
+          waiting, reshapes.size());
+  }
   if (text == p.saved) return std::nullopt;
   return text;
 }

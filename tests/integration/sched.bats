@@ -418,8 +418,15 @@ preempted_by_high() {
   [ "$(job_field "$even" NumNodes)" = 2-2 ]
   [ "$(comment_of "$even")" = "dl: 4 GPUs as 2x2 even" ]
   site_params interval=1s,reshape=yes
+  log=$(sed -n 's/^SlurmctldLogFile=//p' "$SLURM_CONF")
+  mark=$(wc -l <"$log")
+  scontrol setdebug debug
   sleep 4 # samples with reshape: the job with -N first cannot start and is not reshaped;
-  # Slurm's main scheduler would not go past it, so neither does the reshape.
+  # Slurm's main scheduler would not go past it, so neither does the reshape, which stops
+  # there: partition high, where nothing waits, does not keep it looking.
+  scontrol setdebug info
+  tail -n +"$((mark + 1))" "$log" | grep -q "dl: site_factor: reshape looked at 1 of 2 waiting jobs, planned 0"
+  ! tail -n +"$((mark + 1))" "$log" | grep "reshape looked at" | grep -qv "looked at 1 of 2" || false
   [ "$(job_state "$pinned")" = PENDING ]
   [ "$(comment_of "$pinned")" = "dl: 4 GPUs as 2x2 even (-N 2)" ]
   [ "$(job_field "$pinned" TresPerNode)" = gres:gpu:2 ]
@@ -433,7 +440,6 @@ preempted_by_high() {
   # One rank per GPU, one per node.
   [ "$(awk '{print $1}' out.txt | sort -u)" = 1 ]
   [ "$(wc -l <out.txt)" -eq 4 ]
-  log=$(sed -n 's/^SlurmctldLogFile=//p' "$SLURM_CONF")
   grep -q "dl: site_factor: JobId=$even reshaped from 2x2 to 4x1, which fits now" "$log"
   ! grep -q "JobId=$pinned reshaped" "$log" || false
 }
