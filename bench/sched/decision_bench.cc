@@ -24,7 +24,7 @@ constexpr std::uint32_t kPending = 10000;
 
 // Every node runs one 8-GPU job (half of them checkpointable) that started at 0;
 // then 10,000 jobs of 1 to 16 GPUs arrive, one a second, and wait.
-// With `queues`: the discretized policy (queues=2h:32h, starve=8, even shapes), under
+// With `queues`: the discretized policy (queues=4h:64h, starve=16, even shapes), under
 // which every running job has crossed the first threshold, so the head looks for victims.
 dl::sim::Simulator& loaded(Policy policy, bool queues = false) {
   static std::map<std::pair<Policy, bool>, std::unique_ptr<dl::sim::Simulator>> sims;
@@ -45,7 +45,7 @@ dl::sim::Simulator& loaded(Policy policy, bool queues = false) {
     o.gpus_per_node = kGpusPerNode;
     o.nodes_per_switch = 32;
     if (queues) {
-      o.priority = dl::parse_priority_params("queues=2h:32h,starve=8");
+      o.priority = dl::parse_priority_params("queues=4h:64h,starve=16");
       o.even_shapes = true;
     }
     sim = std::make_unique<dl::sim::Simulator>(std::move(trace), o);
