@@ -128,9 +128,10 @@ bool refresh_priority(job_record_t* job) {
 // ---- reshape=yes: another even split for a pending gang that cannot start in its own
 
 // A pending job waiting only for resources or for higher jobs, which Slurm's main
-// scheduler would try now.
+// scheduler would try now, in one partition (jobs with more are left alone).
 bool waits_to_start(const job_record_t* job) {
-  return IS_JOB_PENDING(job) && job->priority != 0 && job->details &&
+  return IS_JOB_PENDING(job) && job->priority != 0 && job->details && job->part_ptr &&
+         job->part_ptr->node_bitmap && !job->part_ptr_list &&
          (job->state_reason == WAIT_NO_REASON || job->state_reason == WAIT_PRIORITY ||
           job->state_reason == WAIT_RESOURCES);
 }
@@ -189,8 +190,7 @@ struct Waiting {
   job_record_t* job = nullptr;
 
   static Waiting of(job_record_t* job) {
-    return {job->part_ptr ? job->part_ptr->priority_tier : std::uint16_t{0}, job->priority,
-            job->job_id, job};
+    return {job->part_ptr->priority_tier, job->priority, job->job_id, job};
   }
   // Heap order: the job Slurm tries first on top.
   bool operator<(const Waiting& o) const {
@@ -221,10 +221,8 @@ std::vector<Reshape> plan_reshapes(std::vector<Waiting> waiting, std::size_t& lo
   // nothing waits in never blocks: counting it would pop kLooked jobs every pass).
   std::vector<const part_record_t*> waited_in;
   for (const Waiting& w : waiting) {
-    const part_record_t* p = w.job->part_ptr;
-    if (!p || !p->node_bitmap || w.job->part_ptr_list) continue;
-    if (std::find(waited_in.begin(), waited_in.end(), p) == waited_in.end()) {
-      waited_in.push_back(p);
+    if (std::find(waited_in.begin(), waited_in.end(), w.job->part_ptr) == waited_in.end()) {
+      waited_in.push_back(w.job->part_ptr);
     }
   }
   const std::size_t partitions = waited_in.size();
@@ -234,7 +232,6 @@ std::vector<Reshape> plan_reshapes(std::vector<Waiting> waiting, std::size_t& lo
     job_record_t* job = waiting.back().job;
     waiting.pop_back();
     const part_record_t* part_ptr = job->part_ptr;
-    if (!part_ptr || !part_ptr->node_bitmap || job->part_ptr_list) continue;
     auto [it, fresh] = parts.try_emplace(part_ptr);
     Part& part = it->second;
     if (fresh) {
