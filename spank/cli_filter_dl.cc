@@ -12,7 +12,13 @@
 #include "core/spec.h"
 
 extern "C" {
+// spank_option_get_next_set: src/common/plugstack.h in 22.05, src/common/spank.h in 24.11
+// (configure says which).
+#ifdef DL_SLURM_SPANK_H
+#include "src/common/spank.h"
+#else
 #include "src/common/plugstack.h"
+#endif
 #include "src/common/slurm_opt.h"
 #include "src/common/xmalloc.h"
 #include "src/common/xstring.h"

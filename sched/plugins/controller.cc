@@ -39,12 +39,10 @@ Capacity capacity_of(const part_record_t* part) {
     c.node_gpus.push_back(static_cast<std::uint32_t>(
         gres_node_config_cnt(node->gres_list, const_cast<char*>("gpu"))));
   }
-  for (int s = 0; s < switch_record_cnt; ++s) {
-    const switch_record_t& sw = switch_record_table[s];
-    if (sw.level != 0 || !sw.node_bitmap) continue;
+  for (bitstr_t* nodes : leaf_switch_nodes()) {
     std::vector<std::uint32_t> leaf;
     for (int n = 0; n < node_record_count; ++n) {
-      if (local[n] >= 0 && bit_test(sw.node_bitmap, n)) {
+      if (local[n] >= 0 && bit_test(nodes, n)) {
         leaf.push_back(static_cast<std::uint32_t>(local[n]));
       }
     }
@@ -56,9 +54,9 @@ Capacity capacity_of(const part_record_t* part) {
 namespace {
 // Calls f with the data of every gpu entry of a node's or a job's GRES list.
 template <typename State, typename F>
-void for_each_gpu(List gres, F&& f) {
+void for_each_gpu(SlurmList gres, F&& f) {
   if (!gres) return;
-  ListIterator it = list_iterator_create(gres);
+  SlurmListIterator it = list_iterator_create(gres);
   while (auto* state = static_cast<gres_state_t*>(list_next(it))) {
     if (state->gres_name && std::strcmp(state->gres_name, "gpu") == 0 && state->gres_data) {
       f(*static_cast<const State*>(state->gres_data));

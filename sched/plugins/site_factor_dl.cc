@@ -526,7 +526,7 @@ void site_factor_p_update(void) {
     auto& p = dl::sched::plugin();
     const std::time_t now = std::time(nullptr);
     const std::lock_guard<std::mutex> hold(p.mutex);
-    ListIterator it = list_iterator_create(job_list);
+    dl::sched::SlurmListIterator it = list_iterator_create(job_list);
     while (auto* job = static_cast<job_record_t*>(list_next(it))) dl::sched::score(p, job, now);
     list_iterator_destroy(it);
   });
