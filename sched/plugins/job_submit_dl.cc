@@ -273,9 +273,9 @@ int submit(job_desc_msg_t* job, char** err_msg) {
 }
 
 // An update of a DL job's time limit: the grace must stay shorter, and a preemptible
-// job's time_min follows the rule. (job_modify has no message for the user; the
-// controller log has it.)
-int modify(job_desc_msg_t* update, job_record_t* job) {
+// job's time_min follows the rule. The reason of a refusal goes to the controller log,
+// and to the user where Slurm's hook has a message (err_msg not null).
+int modify(job_desc_msg_t* update, job_record_t* job, char** err_msg) {
   if (update->time_limit == NO_VAL) return SLURM_SUCCESS;
   const auto spec = spec_of(job);
   if (!spec) return SLURM_SUCCESS;
@@ -284,6 +284,7 @@ int modify(job_desc_msg_t* update, job_record_t* job) {
     check_against_request(*spec, {limit, std::nullopt});
   } catch (const InputError& e) {
     info("dl: job_modify: JobId=%u: %s", job->job_id, e.what());
+    if (err_msg) *err_msg = xstrdup((std::string("dl: ") + e.what()).c_str());
     return ESLURM_INVALID_TIME_LIMIT;
   }
   if (spec->preemptible && update->time_min == NO_VAL) {
@@ -316,8 +317,13 @@ int job_submit(job_desc_msg_t* job_desc, uint32_t, char** err_msg) {
                             [&] { return dl::sched::submit(job_desc, err_msg); });
 }
 
-int job_modify(job_desc_msg_t* job_desc, job_record_t* job_ptr, uint32_t) {
+}
+
+namespace {
+int modify_guarded(job_desc_msg_t* job_desc, job_record_t* job_ptr, char** err_msg) {
   return dl::sched::guarded("job_modify", SLURM_ERROR,
-                            [&] { return dl::sched::modify(job_desc, job_ptr); });
+                            [&] { return dl::sched::modify(job_desc, job_ptr, err_msg); });
 }
-}
+}  // namespace
+
+DL_DEFINE_JOB_MODIFY(modify_guarded)

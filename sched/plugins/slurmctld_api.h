@@ -10,6 +10,9 @@
 #include <cstdint>
 #include <vector>
 
+// 24.11's src/common/extra_constraints.h (included by slurmctld.h) names a struct member
+// `operator`, a keyword in C++: renamed while Slurm's headers are read.
+#define operator dl_slurm_operator
 extern "C" {
 #include "src/common/list.h"
 #include "src/common/log.h"
@@ -31,6 +34,22 @@ extern "C" {
 #include "src/slurmctld/preempt.h"
 #endif
 }
+#undef operator
+
+// Defines slurmctld's job_modify hook as a call of IMPL(job_desc, job, err_msg). Since
+// 23.02 the hook has a message for the user (err_msg, xmalloc'd); before, IMPL gets null.
+#ifdef DL_SLURM_JOB_MODIFY_MSG
+#define DL_DEFINE_JOB_MODIFY(IMPL)                                                      \
+  extern "C" int job_modify(job_desc_msg_t* job_desc, job_record_t* job, uint32_t, \
+                            char** err_msg) {                                           \
+    return IMPL(job_desc, job, err_msg);                                                \
+  }
+#else
+#define DL_DEFINE_JOB_MODIFY(IMPL)                                                       \
+  extern "C" int job_modify(job_desc_msg_t* job_desc, job_record_t* job, uint32_t) { \
+    return IMPL(job_desc, job, nullptr);                                                 \
+  }
+#endif
 
 namespace dl::sched {
 
