@@ -16,10 +16,14 @@ work_from_reachable_copy() {
   install -d -m 0755 "$copy"
   rm -rf "$copy/src.new"
   install -d -m 0755 "$copy/src.new"
-  tar -C "$root" --exclude=./build --exclude=./.cache -cf - . | tar -C "$copy/src.new" -xf -
+  tar -C "$root" --exclude=./build --exclude='./build-*' --exclude=./.cache -cf - . | tar -C "$copy/src.new" -xf -
   chmod -R a+rX "$copy/src.new"
   rm -rf "$copy/src"
   mv "$copy/src.new" "$copy/src"
-  export DL_BUILD_DIR=${DL_BUILD_DIR:-$copy/build} DL_CACHE_DIR=${DL_CACHE_DIR:-$copy/cache}
+  # The build tree of the stack the arguments ask for (scripts/lib/stack.sh).
+  local stack suffix=""
+  stack=$(stack_requested "$@")
+  if [ -n "$stack" ] && [ "$stack" != "$(stack_of_host)" ]; then suffix=-$stack; fi
+  export DL_BUILD_DIR=${DL_BUILD_DIR:-$copy/build$suffix} DL_CACHE_DIR=${DL_CACHE_DIR:-$copy/cache}
   exec "$copy/src/scripts/$script" "$@"
 }

@@ -204,3 +204,15 @@ stack_dispatch() {
   }
   stack_exec "$name" "$script" "${args[@]}"
 }
+
+# The stack that ARGS ask for with --stack, or nothing.
+stack_requested() {
+  while [ $# -gt 0 ]; do
+    case $1 in
+      --stack) echo "${2:-}"; return ;;
+      --stack=*) echo "${1#--stack=}"; return ;;
+      --) return ;;
+    esac
+    shift
+  done
+}
