@@ -23,6 +23,7 @@ tensors_py='{"model/f16": "float16", "model/bf16": "uint16", "model/f32": "float
   "model/f64": "float64", "model/i32": "int32", "step_count": "int64", "data/u8": "uint8",
   "empty": "float32"}'
 
+# bats test_tags=stacks
 @test "ckpt: h5py and h5dump read a checkpoint's tensors bit for bit" {
   run "$writer" save --dir ck --step 1200 --dump dump
   [ "$status" -eq 0 ]

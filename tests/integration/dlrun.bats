@@ -18,6 +18,7 @@ unique_name() { echo "dlrun-$1-$$-$RANDOM"; }
 
 field_values() { grep -o "$1=[^ ]*" "${2:-out.txt}" | cut -d= -f2 | sort -u; }
 
+# bats test_tags=stacks
 @test "8 ranks on 4 nodes see ranks 0..7 once each and the same MASTER_ADDR, MASTER_PORT and NCCL id" {
   run run_srun -N4 --ntasks-per-node=2 --mpi=pmix "$DLRUN" sh -c \
     'echo env $RANK $WORLD_SIZE $LOCAL_RANK $LOCAL_WORLD_SIZE $GROUP_RANK $SLURMD_NODENAME $MASTER_ADDR $MASTER_PORT $DL_NCCL_UNIQUE_ID $SLURM_STEP_RESV_PORTS'
@@ -297,6 +298,7 @@ open(path, "wb").write(data)
   [ "$(job_field "$job" Restarts)" = 0 ]
 }
 
+# bats test_tags=stacks
 @test "an Open MPI program (MPI_Init, MPI_Allreduce) runs correctly under dlrun on 4 nodes" {
   run run_srun -N4 --ntasks-per-node=2 --mpi=pmix "$DLRUN" "$DL_BUILD_DIR/tests/integration/mpi_allreduce"
   echo "$output" # on a failure: what each rank and dlrun said (CI saw it hang once)
@@ -305,6 +307,7 @@ open(path, "wb").write(data)
   [ "$(echo "$output" | grep -o 'mpi rank=[0-7]' | sort -u | wc -l)" -eq 8 ]
 }
 
+# bats test_tags=stacks
 @test "srun dlrun without --mpi: steps of DL jobs get PMIx (cli_filter/dl), other steps keep MpiDefault" {
   # An srun with a --dl-* option, and an srun inside a DL job's allocation.
   run run_srun -N2 --dl-gpus=2 "$DLRUN" --no-prefix sh -c 'echo "rank=$RANK of $WORLD_SIZE"'

@@ -54,6 +54,7 @@ start_with_periodic_checkpoints() {
   [[ $(job_comment "$job") =~ ^dl:\ 4\ GPUs.*\|\ COMPLETED\ step\ 399 ]]
 }
 
+# bats test_tags=stacks
 @test "e2e 1 (PyTorch): the DDP trainer, preempted and resumed, ends with the reference's parameters bit for bit" {
   # The reference: the same two ranks, never interrupted.
   run_srun -N2 --ntasks-per-node=1 --mpi=pmix \

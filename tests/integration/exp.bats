@@ -33,6 +33,7 @@ last_step() { grep -o '\] step [0-9]* loss' out.txt | tail -n 1 | awk '{print $3
 # jq-free JSON checks: python3 reads dl-exp's output from stdin and runs the code in $1.
 check_json() { python3 -c "import json, sys; d = json.load(sys.stdin); $1"; }
 
+# bats test_tags=stacks
 @test "exp 1: a preempted and resumed trial: every metric, checkpoint and event exactly once" {
   job=$(submit_dp -J "exp-preempt-$$" -p low --dl-grace=30s --dl-experiment=pre --dl-trial=t1 \
     "$EXAMPLES/dp_trainer.sbatch" --steps 200 --step-ms 50 --out "$PWD/out.bin")

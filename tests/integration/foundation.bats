@@ -7,12 +7,14 @@ load helpers
 setup() { cd "$BATS_TEST_TMPDIR"; }
 teardown() { cancel_all; }
 
+# bats test_tags=stacks
 @test "srun -N4 runs one task on each of four nodes" {
   run run_srun -N4 sh -c 'echo $SLURMD_NODENAME'
   [ "$status" -eq 0 ]
   [ "$(echo "$output" | sort -u | tr '\n' ' ')" = "n1 n2 n3 n4 " ]
 }
 
+# bats test_tags=stacks
 @test "PMIx put/commit/fence/get across 8 ranks on 4 nodes" {
   run run_srun -N4 --ntasks-per-node=2 --mpi=pmix "$DL_BUILD_DIR/tests/integration/pmix_exchange"
   [ "$status" -eq 0 ]
@@ -28,6 +30,7 @@ teardown() { cancel_all; }
   [ "$(echo "$output" | grep -c 'size=8 local_rank=[01] local_size=2')" -eq 8 ]
 }
 
+# bats test_tags=stacks
 @test "fake GPUs are visible as CUDA_VISIBLE_DEVICES" {
   run run_srun -N4 --gpus-per-node=2 sh -c 'echo "$SLURMD_NODENAME=$CUDA_VISIBLE_DEVICES"'
   [ "$status" -eq 0 ]
@@ -37,6 +40,7 @@ teardown() { cancel_all; }
   [ "$output" = "0" ]
 }
 
+# bats test_tags=stacks
 @test "the SPANK plugin is loaded in every task of a DL job" {
   grep -q 'spank_dl.so' "$(dirname "$SLURM_CONF")/plugstack.conf"
   run run_srun -N4 --dl-experiment=foundation sh -c 'echo "${DL_SPANK_VERSION:-missing}"'
@@ -50,6 +54,7 @@ teardown() { cancel_all; }
   [ "$(sort out.txt | tr '\n' ' ')" = "hello from n1 hello from n2 " ]
 }
 
+# bats test_tags=stacks
 @test "preemption: SIGTERM at once, requeue (not cancel) when the grace time ends" {
   # A short grace for this test only; the job ignores SIGTERM so that it outlives it.
   scontrol update PartitionName=low GraceTime=3

@@ -141,6 +141,7 @@ stop_watch() { kill "$(cat watch.pid)" 2>/dev/null || true; }
   check_against_reference "$ref" 1
 }
 
+# bats test_tags=stacks
 @test "recovery 3: the PyTorch DDP example through one restart inside the allocation, equal to the reference" {
   ref=$(torch_reference 150)
   job=$(submit -J "$(unique_name torch)" -N2 --ntasks-per-node=1 --dl-gpus=2 --dl-ckpt-every=3s \

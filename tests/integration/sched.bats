@@ -77,6 +77,7 @@ forever='echo "run ${SLURM_RESTART_COUNT:-0}"; srun sh -c "trap \"\" TERM USR2; 
   done
 }
 
+# bats test_tags=stacks
 @test "shapes in scontrol show job: pack, spread, switch, even, elastic, preemptible" {
   shape() {
     local job
@@ -146,6 +147,7 @@ forever='echo "run ${SLURM_RESTART_COUNT:-0}"; srun sh -c "trap \"\" TERM USR2; 
   [ "$(comment_of "$two" | sed 's/ | .*//')" = "dl: 4 GPUs as 2x2, 2 tasks" ]
 }
 
+# bats test_tags=stacks
 @test "a shape that can never run is rejected at submit time with the largest that could" {
   run sbatch --dl-gpus=10 --wrap true
   [ "$status" -ne 0 ]
@@ -195,6 +197,7 @@ forever='echo "run ${SLURM_RESTART_COUNT:-0}"; srun sh -c "trap \"\" TERM USR2; 
   grep -q '^run 1$' low.txt
 }
 
+# bats test_tags=stacks
 @test "the victim is the preemptible job that loses the least work" {
   scontrol update PartitionName=low GraceTime=3
   older=$(submit --dl-gpus=4 --dl-preemptible -o /dev/null --wrap "$forever")
@@ -244,6 +247,7 @@ preempted_by_high() {
   grep -q "preempted JobId=$long has been requeued" "$(dirname "$SLURM_CONF")/log/slurmctld.log"
 }
 
+# bats test_tags=stacks
 @test "sprio shows the site factor; a job that has used more GPU time ranks below a new one" {
   scontrol update PartitionName=low GraceTime=3
   used=$(submit --dl-gpus=8 --dl-preemptible -o /dev/null --wrap "$forever")

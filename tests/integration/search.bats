@@ -114,6 +114,7 @@ print(len(resumes), "promotions;", len([o for o in runs if o["continued"]]), "co
 EOF
 }
 
+# bats test_tags=stacks
 @test "search 1: an ASHA search end to end: rungs, promotions resumed from their checkpoints, stopped trials, the best trial" {
   run dl-search submit asha.yaml
   echo "$output"

@@ -25,6 +25,7 @@ teardown() {
 controller_spec() { sed -n "s/^$1 SPANK_//p" "$mcdir/log/prolog-spec.log" | sort; }
 
 
+# bats test_tags=stacks
 @test "#SBATCH --dl-* lines reach every task and the controller" {
   cat >job.sh <<'EOS'
 #!/bin/bash
@@ -132,6 +133,7 @@ none" ]
 
 # Every invalid value of every option: sbatch, srun and salloc fail with exactly one
 # line naming the option, the value and what is allowed, and nothing is queued.
+# bats test_tags=stacks
 @test "every invalid value is rejected at submit time with one line and nothing queued" {
   while IFS='|' read -r args message; do
     [ -n "$args" ] || continue
@@ -174,6 +176,7 @@ EOF
   queue_empty
 }
 
+# bats test_tags=stacks
 @test "the checkpoint directory belongs to the job's user, mode 0700, one per job" {
   cd /home/dltest
   run as_dltest srun -N2 --dl-gpus=2 -J trainer sh -c 'echo "$DL_CKPT_DIR $SLURM_JOB_ID"'

@@ -55,6 +55,7 @@ preempt() {
   wait_state "$high" COMPLETED 120
 }
 
+# bats test_tags=stacks
 @test "torch 1: ResNet-18 preempted twice in the middle of an epoch ends with the parameters of an uninterrupted run" {
   reference
   job=$(submit_train -J "$(unique_name preempt)" -p low -N2 --dl-gpus=2 --dl-preemptible --dl-grace=60s)
