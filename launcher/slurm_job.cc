@@ -2,12 +2,11 @@
 
 #include <fmt/format.h>
 #include <pwd.h>
-#include <slurm/slurm.h>
-#include <slurm/slurm_errno.h>
 
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <ctime>
 #include <memory>
 #include <mutex>
@@ -17,20 +16,14 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "core/parse.h"
+#include "launcher/slurm_api.h"
 #include "launcher/status.h"
-
-// Exported by libslurm 22.05 (aliases of job_state_string and job_reason_string, as
-// squeue uses them) but not declared in <slurm/slurm.h>.
-extern "C" {
-char* slurm_job_state_string(uint32_t state);
-char* slurm_job_reason_string(enum job_state_reason reason);
-}
 
 namespace dl::slurm {
 namespace {
 
 [[noreturn]] void fail(const std::string& what) {
-  throw SystemError(fmt::format("couldn't {}: {}", what, slurm_strerror(slurm_get_errno())));
+  throw SystemError(fmt::format("couldn't {}: {}", what, slurm_strerror(errno)));
 }
 
 struct JobInfoMsgDeleter {
@@ -71,8 +64,8 @@ int update_job_rc(const JobRef& job, Set&& set) {
       }
       slurm_free_job_array_resp(resp);
     }
-    if (rc != SLURM_SUCCESS && task_rc == SLURM_SUCCESS) task_rc = slurm_get_errno();
-    if (task_rc != ESLURM_JOB_SETTING_DB_INX || attempt == 1) return task_rc;
+    if (rc != SLURM_SUCCESS && task_rc == SLURM_SUCCESS) task_rc = errno;
+    if (!setting_db_index(task_rc) || attempt == 1) return task_rc;
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
   }
 }
@@ -190,11 +183,15 @@ void remove_node(const JobRef& job, const std::string& nodes, const std::string&
     throw SystemError(fmt::format("couldn't remove node {} from job {}: it is its only node", node,
                                   job.to_string()));
   }
-  const std::unique_ptr<char, decltype(&std::free)> left(
-      slurm_hostlist_ranged_string_malloc(rest.get()), &std::free);
+  // slurm_hostlist_ranged_string_malloc went away in 23.02; this one is in every release.
+  std::string left(64, '\0');
+  while (slurm_hostlist_ranged_string(rest.get(), left.size(), left.data()) < 0) {
+    left.resize(left.size() * 2);
+  }
+  left.resize(std::strlen(left.c_str()));
   update_job(job, fmt::format("remove node {} from", node),
-             [&](job_desc_msg_t& desc) { desc.req_nodes = left.get(); });
-  log(LogLevel::info, "removed node {} from job {} (now on {})", node, job.to_string(), left.get());
+             [&](job_desc_msg_t& desc) { desc.req_nodes = left.data(); });
+  log(LogLevel::info, "removed node {} from job {} (now on {})", node, job.to_string(), left);
 }
 
 void exclude_failed_node(const JobRef& job, const std::string& node, bool release) {
@@ -220,7 +217,7 @@ void exclude_failed_node(const JobRef& job, const std::string& node, bool releas
   };
   const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
   int rc = update_job_rc(job, set);
-  while (rc == ESLURM_JOB_SETTING_DB_INX && std::chrono::steady_clock::now() < until) {
+  while (setting_db_index(rc) && std::chrono::steady_clock::now() < until) {
     std::this_thread::sleep_for(std::chrono::milliseconds(500));
     rc = update_job_rc(job, set);
   }
@@ -316,9 +313,8 @@ std::vector<JobRow> list_jobs(std::optional<std::uint32_t> uid) {
     r.state = slurm_job_state_string(j.job_state);
     const bool pending = (j.job_state & JOB_STATE_BASE) == JOB_PENDING;
     if (pending)
-      r.reason = j.state_desc
-                     ? j.state_desc
-                     : slurm_job_reason_string(static_cast<job_state_reason>(j.state_reason));
+      r.reason = j.state_desc ? j.state_desc
+                              : reason_string(static_cast<job_state_reason>(j.state_reason));
     r.comment = j.comment ? j.comment : "";
     r.restarts = j.restart_cnt;
     r.nodes = j.nodes && !pending ? j.nodes : "";

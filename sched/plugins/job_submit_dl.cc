@@ -316,7 +316,6 @@ int job_submit(job_desc_msg_t* job_desc, uint32_t, char** err_msg) {
   return dl::sched::guarded("job_submit", SLURM_ERROR,
                             [&] { return dl::sched::submit(job_desc, err_msg); });
 }
-
 }
 
 namespace {

@@ -39,15 +39,15 @@ extern "C" {
 // Defines slurmctld's job_modify hook as a call of IMPL(job_desc, job, err_msg). Since
 // 23.02 the hook has a message for the user (err_msg, xmalloc'd); before, IMPL gets null.
 #ifdef DL_SLURM_JOB_MODIFY_MSG
-#define DL_DEFINE_JOB_MODIFY(IMPL)                                                      \
+#define DL_DEFINE_JOB_MODIFY(IMPL)                                                 \
   extern "C" int job_modify(job_desc_msg_t* job_desc, job_record_t* job, uint32_t, \
-                            char** err_msg) {                                           \
-    return IMPL(job_desc, job, err_msg);                                                \
+                            char** err_msg) {                                      \
+    return IMPL(job_desc, job, err_msg);                                           \
   }
 #else
-#define DL_DEFINE_JOB_MODIFY(IMPL)                                                       \
+#define DL_DEFINE_JOB_MODIFY(IMPL)                                                   \
   extern "C" int job_modify(job_desc_msg_t* job_desc, job_record_t* job, uint32_t) { \
-    return IMPL(job_desc, job, nullptr);                                                 \
+    return IMPL(job_desc, job, nullptr);                                             \
   }
 #endif
 

@@ -6,6 +6,7 @@
 #include <slurm/slurm_errno.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -42,7 +43,7 @@ int main(int argc, char** argv) {
   desc.spank_job_env_size = static_cast<std::uint32_t>(spank_env.size());
   submit_response_msg_t* resp = nullptr;
   if (slurm_submit_batch_job(&desc, &resp) != SLURM_SUCCESS) {
-    std::fprintf(stderr, "submit_raw: %s\n", slurm_strerror(slurm_get_errno()));
+    std::fprintf(stderr, "submit_raw: %s\n", slurm_strerror(errno));
     return 1;
   }
   std::printf("%u\n", resp->job_id);
