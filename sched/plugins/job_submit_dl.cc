@@ -159,7 +159,7 @@ void apply_shape(job_desc_msg_t* job, const Shape& shape) {
   set_string(job->tres_per_job, without_gpus(str(job->tres_per_job)));
   set_string(job->tres_per_socket, without_gpus(str(job->tres_per_socket)));
   set_string(job->tres_per_task, without_gpus(str(job->tres_per_task)));
-  std::string per_node = fmt::format("gres:gpu:{}", shape.gpus_per_node);
+  std::string per_node = fmt::format("{}:{}", kGpuTres, shape.gpus_per_node);
   if (const auto rest = without_gpus(str(job->tres_per_node)); !rest.empty()) {
     per_node += "," + rest;
   }

@@ -257,7 +257,7 @@ std::vector<Reshape> plan_reshapes(std::vector<Waiting> waiting, std::size_t& lo
         continue;
       }
       start = *other;
-      std::string tres = fmt::format("gres:gpu:{}", other->gpus_per_node);
+      std::string tres = fmt::format("{}:{}", kGpuTres, other->gpus_per_node);
       if (const auto rest = without_gpus(job->tres_per_node ? job->tres_per_node : "");
           !rest.empty()) {
         tres += "," + rest;

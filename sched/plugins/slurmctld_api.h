@@ -62,6 +62,14 @@ using SlurmList = List;
 using SlurmListIterator = ListIterator;
 #endif
 
+// The GPUs per node of a job as its tres_per_node writes them (gres:gpu:N before 23.02,
+// gres/gpu:N since, as sbatch --gpus-per-node writes them).
+#ifdef DL_SLURM_TRES_SLASH
+inline constexpr char kGpuTres[] = "gres/gpu";
+#else
+inline constexpr char kGpuTres[] = "gres:gpu";
+#endif
+
 // The node bitmaps of the leaf switches of topology/tree (none for another topology
 // plugin); owned by Slurm, valid while the caller holds the node read lock.
 inline std::vector<bitstr_t*> leaf_switch_nodes() {

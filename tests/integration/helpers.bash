@@ -6,6 +6,11 @@
 : "${DL_BUILD_DIR:?DL_BUILD_DIR is not set}"
 export SLURM_CONF
 
+# What differs between the supported Slurm releases, as the tests see it
+# (docs/compatibility.md): since 23.02 a job's GPUs read gres/gpu:N, before gres:gpu:N.
+slurm_release=$(sinfo --version | sed -n 's/^slurm[a-z-]* \([0-9]*\.[0-9]*\).*/\1/p')
+if [ "${slurm_release%%.*}" -ge 23 ]; then GPU_TRES=gres/gpu; else GPU_TRES=gres:gpu; fi
+
 # A bounded srun: a hang fails the test instead of stalling CI. Quiet: srun's own
 # informational lines (a step that waited for nodes still completing the previous test's
 # jobs says so) are not the program's output; its errors still show.

@@ -68,7 +68,7 @@ forever='echo "run ${SLURM_RESTART_COUNT:-0}"; srun sh -c "trap \"\" TERM USR2; 
   # Each running gang holds two whole nodes of 2 GPUs, never part of its learners.
   for job in $(squeue -h -t RUNNING -o %i); do
     [ "$(job_field "$job" NumNodes)" = 2 ]
-    [ "$(job_field "$job" TresPerNode)" = gres:gpu:2 ]
+    [ "$(job_field "$job" TresPerNode)" = $GPU_TRES:2 ]
   done
   for job in "${jobs[@]}"; do wait_state "$job" COMPLETED 120; done
   for i in 1 2 3 4; do
@@ -85,17 +85,17 @@ forever='echo "run ${SLURM_RESTART_COUNT:-0}"; srun sh -c "trap \"\" TERM USR2; 
     echo "$(job_field "$job" NumNodes) $(job_field "$job" TresPerNode)" \
       "$(job_field "$job" OverSubscribe) $(comment_of "$job")"
   }
-  [ "$(shape --dl-gpus=2)" = "1-1 gres:gpu:2 OK dl: 2 GPUs as 1x2" ]
-  [ "$(shape --dl-gpus=4)" = "2-2 gres:gpu:2 NO dl: 4 GPUs as 2x2" ]
-  [ "$(shape --dl-gpus=3)" = "2-2 gres:gpu:2 NO dl: 3 GPUs as 2x2" ]
-  [ "$(shape --dl-gpus=4 --dl-placement=spread)" = "4-4 gres:gpu:1 OK dl: 4 GPUs as 4x1 spread" ]
-  [ "$(shape --dl-gpus=6 --dl-placement=spread)" = "3-3 gres:gpu:2 OK dl: 6 GPUs as 3x2 spread" ]
-  [ "$(shape --dl-gpus=4 --dl-placement=switch)" = "2-2 gres:gpu:2 NO dl: 4 GPUs as 2x2 on one switch" ]
+  [ "$(shape --dl-gpus=2)" = "1-1 $GPU_TRES:2 OK dl: 2 GPUs as 1x2" ]
+  [ "$(shape --dl-gpus=4)" = "2-2 $GPU_TRES:2 NO dl: 4 GPUs as 2x2" ]
+  [ "$(shape --dl-gpus=3)" = "2-2 $GPU_TRES:2 NO dl: 3 GPUs as 2x2" ]
+  [ "$(shape --dl-gpus=4 --dl-placement=spread)" = "4-4 $GPU_TRES:1 OK dl: 4 GPUs as 4x1 spread" ]
+  [ "$(shape --dl-gpus=6 --dl-placement=spread)" = "3-3 $GPU_TRES:2 OK dl: 6 GPUs as 3x2 spread" ]
+  [ "$(shape --dl-gpus=4 --dl-placement=switch)" = "2-2 $GPU_TRES:2 NO dl: 4 GPUs as 2x2 on one switch" ]
   # even: split evenly over shared nodes, never whole exclusive nodes, never ragged.
-  [ "$(shape --dl-gpus=3 --dl-placement=even)" = "3-3 gres:gpu:1 OK dl: 3 GPUs as 3x1 even" ]
-  [ "$(shape --dl-gpus=2 --dl-placement=even)" = "1-1 gres:gpu:2 OK dl: 2 GPUs as 1x2 even" ]
-  [ "$(shape --dl-elastic=2:8)" = "1-4 gres:gpu:2 NO dl: 2-8 GPUs as 1-4x2, elastic" ]
-  [ "$(shape --dl-gpus=4 -N4)" = "4-4 gres:gpu:1 OK dl: 4 GPUs as 4x1" ]
+  [ "$(shape --dl-gpus=3 --dl-placement=even)" = "3-3 $GPU_TRES:1 OK dl: 3 GPUs as 3x1 even" ]
+  [ "$(shape --dl-gpus=2 --dl-placement=even)" = "1-1 $GPU_TRES:2 OK dl: 2 GPUs as 1x2 even" ]
+  [ "$(shape --dl-elastic=2:8)" = "1-4 $GPU_TRES:2 NO dl: 2-8 GPUs as 1-4x2, elastic" ]
+  [ "$(shape --dl-gpus=4 -N4)" = "4-4 $GPU_TRES:1 OK dl: 4 GPUs as 4x1" ]
   job=$(submit --hold --dl-gpus=4 --dl-placement=switch -o /dev/null --wrap true)
   scontrol show job "$job" | grep -q 'Switches=1@'
   job=$(submit --hold --dl-gpus=2 --dl-preemptible --dl-grace=20s -o /dev/null --wrap true)
@@ -177,7 +177,7 @@ forever='echo "run ${SLURM_RESTART_COUNT:-0}"; srun sh -c "trap \"\" TERM USR2; 
   queue_empty
   # Consistent native GPU options are fine; the shape replaces them.
   job=$(submit --hold --dl-gpus=4 --gpus=4 -o /dev/null --wrap true)
-  [ "$(job_field "$job" TresPerNode)" = gres:gpu:2 ]
+  [ "$(job_field "$job" TresPerNode)" = $GPU_TRES:2 ]
 }
 
 @test "a preemptible job is requeued, not killed, when a high-priority job needs its GPUs, and runs again" {
@@ -433,14 +433,14 @@ preempted_by_high() {
   ! tail -n +"$((mark + 1))" "$log" | grep "reshape looked at" | grep -qv "looked at 1 of 2" || false
   [ "$(job_state "$pinned")" = PENDING ]
   [ "$(comment_of "$pinned")" = "dl: 4 GPUs as 2x2 even (-N 2)" ]
-  [ "$(job_field "$pinned" TresPerNode)" = gres:gpu:2 ]
+  [ "$(job_field "$pinned" TresPerNode)" = $GPU_TRES:2 ]
   [ "$(job_state "$even")" = PENDING ]
   [ "$(job_field "$even" NumNodes)" = 2-2 ]
   scancel "$pinned"
   wait_state "$even" COMPLETED 30
   [ "$(comment_of "$even")" = "dl: 4 GPUs as 4x1 even (reshaped from 2x2)" ]
   [ "$(job_field "$even" NumNodes)" = 4 ]
-  [ "$(job_field "$even" TresPerNode)" = gres:gpu:1 ]
+  [ "$(job_field "$even" TresPerNode)" = $GPU_TRES:1 ]
   # One rank per GPU, one per node.
   [ "$(awk '{print $1}' out.txt | sort -u)" = 1 ]
   [ "$(wc -l <out.txt)" -eq 4 ]
@@ -460,7 +460,7 @@ preempted_by_high() {
   sleep 4 # samples with reshape
   [ "$(job_state "$forged")" = PENDING ]
   [ "$(job_field "$forged" NumNodes)" = 2-2 ]
-  [ "$(job_field "$forged" TresPerNode)" = gres:gpu:2 ]
+  [ "$(job_field "$forged" TresPerNode)" = $GPU_TRES:2 ]
   log=$(sed -n 's/^SlurmctldLogFile=//p' "$SLURM_CONF")
   ! grep -q "JobId=$forged reshaped" "$log" || false
   # Nor is a job array's pending record, which stands for all its tasks.
@@ -468,7 +468,7 @@ preempted_by_high() {
   array=$(submit -o /dev/null --array=0-1 --dl-gpus=4 --dl-placement=even --wrap 'srun hostname')
   sleep 4
   [ "$(comment_of "$array")" = "dl: 4 GPUs as 2x2 even" ]
-  [ "$(job_field "$array" TresPerNode)" = gres:gpu:2 ]
+  [ "$(job_field "$array" TresPerNode)" = $GPU_TRES:2 ]
   ! grep -q "JobId=${array}.* reshaped" "$log" || false
 }
 
