@@ -107,6 +107,10 @@ EnvChanges program_env(const TaskContext& task) {
   set_or_unset("DL_CKPT_DIR", task.ckpt_dir);
   set_or_unset("DL_RESUME_FROM", r.resume_from);
   set_or_unset("DL_NCCL_UNIQUE_ID", r.nccl_id_hex);
+  // torch.distributed's env:// rendezvous asks for the libuv TCPStore since torch 2.4,
+  // and torch builds without libuv (Debian's 2.6) then fail in init_process_group. The
+  // classic store works with every torch release.
+  c.defaults.emplace_back("USE_LIBUV", "0");
   if (!task.socket_ifname.empty()) {
     // gloo and NCCL otherwise pick an interface by their own rules, which in a network
     // namespace or on a multi-homed node is often one the peers cannot reach.

@@ -94,6 +94,11 @@ TEST(LaunchEnv, StaleValuesAreReplacedOrRemoved) {
   EXPECT_EQ(env.at("GLOO_SOCKET_IFNAME"), "ib0") << "the user's choice wins";
 }
 
+TEST(LaunchEnv, TorchStoreWithoutLibuvUnlessTheUserChose) {
+  EXPECT_EQ(as_map(apply_env({}, program_env(sample_task()))).at("USE_LIBUV"), "0");
+  EXPECT_EQ(as_map(apply_env({"USE_LIBUV=1"}, program_env(sample_task()))).at("USE_LIBUV"), "1");
+}
+
 TEST(LaunchEnv, OrderIsKeptAndNewVariablesAppended) {
   EnvChanges c;
   c.set = {{"B", "2"}, {"D", "4"}};
