@@ -156,7 +156,9 @@ stack_exec() {
   if [ "$name" = "$(stack_of_host)" ]; then exec "$@"; fi
   stack_ensure "$name" || exit 1
   root=$(stack_cache "$name")/root
-  for d in /home /root /tmp /var/tmp "$stack_project" "$PWD"; do
+  # /usr/local/cuda: a site's CUDA and NCCL live outside the distribution (dlrun loads
+  # NCCL from there at run time).
+  for d in /home /root /tmp /var/tmp /usr/local/cuda "$stack_project" "$PWD"; do
     [ -d "$d" ] && binds+=("$d")
   done
   while IFS= read -r d; do vars+=("$d"); done < <(env | grep -E '^(DL_[A-Z0-9_]*|SLURM_CONF|CI|TERM|BATS_[A-Z_]*)=' || true)
