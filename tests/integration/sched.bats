@@ -180,6 +180,20 @@ forever='echo "run ${SLURM_RESTART_COUNT:-0}"; srun sh -c "trap \"\" TERM USR2; 
   [ "$(job_field "$job" TresPerNode)" = $GPU_TRES:2 ]
 }
 
+# bats test_tags=stacks
+@test "a time limit updated below a DL job's --dl-grace is refused; where Slurm can, it says why" {
+  job=$(submit --hold --dl-gpus=2 --dl-grace=5m -t 30 -o /dev/null --wrap true)
+  run scontrol update JobId="$job" TimeLimit=4
+  [ "$status" -ne 0 ]
+  [ "$(job_field "$job" TimeLimit)" = 00:30:00 ]
+  # Since 23.02 the job_submit plugin's message reaches the user.
+  if [ "${slurm_release%%.*}" -ge 23 ]; then
+    [[ $output =~ "dl: --dl-grace=5m: must be shorter than the time limit (4m)" ]]
+  fi
+  scontrol update JobId="$job" TimeLimit=60
+  [ "$(job_field "$job" TimeLimit)" = 01:00:00 ]
+}
+
 @test "a preemptible job is requeued, not killed, when a high-priority job needs its GPUs, and runs again" {
   scontrol update PartitionName=low GraceTime=3
   low=$(submit --dl-gpus=8 --dl-preemptible -o low.txt --wrap "$forever")
