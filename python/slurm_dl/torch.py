@@ -292,6 +292,8 @@ class _Writer:
         if isinstance(v, np.ndarray):
             try:
                 t = torch.from_numpy(np.ascontiguousarray(v))
+                if t.dtype not in _TORCH_DTYPES:  # torch 2.3+ has uint16/32/64 tensors
+                    raise TypeError
             except TypeError:
                 raise StateError(
                     f"{_path_text(path)}: a numpy array of dtype {v.dtype} has no checkpoint type"

@@ -416,8 +416,12 @@ class TorchStateTest(unittest.TestCase):
             specs = {"weight": ((8, 5), (lo, 0)), "bias": ((8,), (lo,))}
             return local, opt, specs
 
+        # Trained before the fork: torch 2.x's autograd does not run in a process forked
+        # after it ran.
+        parts = [shard(r) for r in range(2)]
+
         def state_of(rank):
-            local, opt, specs = shard(rank)
+            local, opt, specs = parts[rank]
             return TrainState(model=local, optimizer=opt, shards=specs, ckpt_dir=self.dir)
 
         self.save_as_two_ranks("shard-test", state_of)
@@ -430,7 +434,6 @@ class TorchStateTest(unittest.TestCase):
             [(0, [0, 0]), (1, [4, 0])],
         )
         self.assertEqual(tensors["optimizer/state/weight/momentum_buffer"]["shape"], [8, 5])
-        parts = [shard(r) for r in range(2)]
 
         # One rank, no shards: the whole layer.
         whole = torch.nn.Linear(5, 8)
