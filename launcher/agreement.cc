@@ -64,6 +64,12 @@ void CheckpointRound::exited(std::uint32_t rank) {
   done_[rank] = true;
 }
 
+bool CheckpointRound::failed_to_checkpoint(std::uint32_t rank, int code, int stop_signal) const {
+  if (!stop_ || code == 0 || rank >= done_.size() || done_[rank]) return false;
+  if (!reported_[rank] || reports_[rank].step == kNoClientApi) return false;
+  return stop_signal == 0 || code != 128 + stop_signal;
+}
+
 bool CheckpointRound::complete() const { return outstanding() == 0; }
 
 std::uint32_t CheckpointRound::outstanding() const {

@@ -84,6 +84,13 @@ class CheckpointRound {
   // Phase 4. A rank whose program exited counts as reported and done.
   void done(std::uint32_t rank);
   void exited(std::uint32_t rank);
+  // Whether `rank`'s program, exiting with `code` (ask before exited(rank)), failed to
+  // write the checkpoint that this round ends the run with: the round stops the run, the
+  // program loaded a client API (so it can checkpoint and say so), had not said its
+  // checkpoint was done, and exited non-zero other than by `stop_signal` (SIGTERM under
+  // --ckpt-signal=TERM, where it is how the program stops; 0: none). Such a run failed,
+  // and its restart counts against --dl-max-restarts: it has no checkpoint to resume.
+  bool failed_to_checkpoint(std::uint32_t rank, int code, int stop_signal) const;
   bool complete() const;
   std::uint32_t outstanding() const;
 

@@ -93,19 +93,28 @@ void Coordinator::on_message(std::uint32_t rank, const Message& m, Steady::time_
       }
       break;
     case MsgKind::exit: {
+      // A program that fails while it saves the checkpoint that ends the run (its save
+      // raised, say) leaves nothing to resume: a failure, not the run's stop.
+      const bool unsaved =
+          round_ &&
+          round_->failed_to_checkpoint(rank, m.code, options_.ckpt_signal == SIGTERM ? SIGTERM : 0);
       if (rank < exited_.size()) exited_[rank] = true;
-      if (round_) {
+      if (round_ && !unsaved) {
         round_->exited(rank);
         if (!target_sent_ && round_->reports_complete()) round_reports_complete(now);
       }
       const bool stopping = round_ && round_->stop();
-      if (m.code != 0 && !stopping) {
+      if (m.code != 0 && (!stopping || unsaved)) {
         // The first rank whose program failed (or hung) is the run's culprit.
         if (!ending_ && rank < nodes_.size() && !nodes_[rank].empty()) {
           culprit_ = Culprit{nodes_[rank], rank,
                              m.code == kExitHung ? CulpritKind::hung : CulpritKind::failed};
         }
-        end_run(RunEnd::failed, m.code, fmt::format("rank {} {}", rank, m.text), now);
+        end_run(RunEnd::failed, m.code,
+                unsaved ? fmt::format("rank {} failed before its checkpoint was written ({})", rank,
+                                      m.text)
+                        : fmt::format("rank {} {}", rank, m.text),
+                now);
       } else if (std::all_of(exited_.begin(), exited_.end(), [](bool e) { return e; })) {
         if (stopping) {
           check_round(now);

@@ -140,6 +140,9 @@ class Supervisor {
   void broadcast(const Message& m);
   void send_to(std::uint32_t rank, const Message& m);
   void answer_round(bool frozen, std::int64_t step);
+  // Answers the round from the program's page once it is due (`exited`: now) and reports
+  // its checkpoint done.
+  void report_round(Steady::time_point now, bool exited);
   void end_program(int code, const std::string& why);
 
   SupervisorOptions options_;
@@ -531,8 +534,37 @@ void Supervisor::on_signal(int sig) {
   }
 }
 
+void Supervisor::report_round(Steady::time_point now, bool exited) {
+  if (!round_) return;
+  const channel::Page& page = channel_->page();
+  if (!round_->answered) {
+    const std::int64_t step = page.attached.load(std::memory_order_acquire) == 0
+                                  ? kNoClientApi
+                                  : page.step.load(std::memory_order_acquire);
+    const bool frozen =
+        page.frozen_seq.load(std::memory_order_acquire) == static_cast<std::int64_t>(round_->seq);
+    // A program that never reported a step does not use the client API: no wait.
+    if (exited || answer_round_now(frozen, step, now - round_->started)) {
+      answer_round(frozen, step);
+    }
+  }
+  if (round_->has_target && !round_->done_sent &&
+      page.done_seq.load(std::memory_order_acquire) >= static_cast<std::int64_t>(round_->seq)) {
+    round_->done_sent = true;
+    Message m;
+    m.kind = MsgKind::done;
+    m.seq = round_->seq;
+    m.step = page.done_step.load(std::memory_order_acquire);
+    send_up(m);
+  }
+}
+
 void Supervisor::on_program_exit(int status) {
   program_.reset();
+  // What the page says goes to rank 0 before the exit: whether the program uses the client
+  // API, and a checkpoint it said was done just before it exited. Rank 0 judges the exit
+  // by them (a failure, or the stop of a round that ends the run).
+  report_round(Steady::now(), true);
   const std::string how = describe_wait_status(status);
   if (end_code_) {
     log(LogLevel::verbose, "program {}", how);
@@ -695,27 +727,7 @@ void Supervisor::tick(Steady::time_point now) {
   if (program_) {
     if (const auto status = program_->reap()) on_program_exit(*status);
   }
-  if (program_ && round_ && !round_->answered) {
-    const channel::Page& page = channel_->page();
-    const std::int64_t step = page.attached.load(std::memory_order_acquire) == 0
-                                  ? kNoClientApi
-                                  : page.step.load(std::memory_order_acquire);
-    const bool frozen =
-        page.frozen_seq.load(std::memory_order_acquire) == static_cast<std::int64_t>(round_->seq);
-    // A program that never reported a step does not use the client API: no wait.
-    if (answer_round_now(frozen, step, now - round_->started)) answer_round(frozen, step);
-  }
-  if (program_ && round_ && round_->has_target && !round_->done_sent) {
-    const channel::Page& page = channel_->page();
-    if (page.done_seq.load(std::memory_order_acquire) >= static_cast<std::int64_t>(round_->seq)) {
-      round_->done_sent = true;
-      Message m;
-      m.kind = MsgKind::done;
-      m.seq = round_->seq;
-      m.step = page.done_step.load(std::memory_order_acquire);
-      send_up(m);
-    }
-  }
+  if (program_) report_round(now, false);
   if (end_code_ && program_ && !killed_ && now >= kill_at_) {
     program_->signal(SIGKILL);
     killed_ = true;

@@ -122,6 +122,8 @@ class Saver(_Closing):
 
     def __init__(self, dir=None):
         self._handle = ctypes.c_void_p()
+        # Kept for close(): collected at the interpreter's exit, the module's globals may be gone.
+        self._free = _lib().dl_ckpt_saver_free
         _call(_lib().dl_ckpt_saver_new, dir.encode() if dir else None, ctypes.byref(self._handle))
         self._keep = []
 
@@ -167,8 +169,8 @@ class Saver(_Closing):
 
     def close(self):
         if self._handle:
-            _lib().dl_ckpt_saver_free(self._handle)
-            self._handle = ctypes.c_void_p()
+            self._free(self._handle)
+            self._handle = None
             self._keep = []
 
 
@@ -185,6 +187,7 @@ class Checkpoint(_Closing):
     def __init__(self, path):
         self.path = path
         self._handle = ctypes.c_void_p()
+        self._free = _lib().dl_ckpt_reader_close  # see Saver
         _call(_lib().dl_ckpt_reader_open, path.encode(), ctypes.byref(self._handle))
         info = json.loads(_lib().dl_ckpt_reader_info_json(self._handle).decode())
         self.step = info["step"]
@@ -222,5 +225,5 @@ class Checkpoint(_Closing):
 
     def close(self):
         if self._handle:
-            _lib().dl_ckpt_reader_close(self._handle)
-            self._handle = ctypes.c_void_p()
+            self._free(self._handle)
+            self._handle = None

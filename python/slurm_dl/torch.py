@@ -19,6 +19,9 @@ of every state_dict becomes a dl-ckpt tensor named by its key path (`model/fc.we
 `optimizer/state/fc.weight/momentum_buffer`), everything else (numbers, strings, lists,
 dicts, None) goes into the JSON tree `user_metadata["slurm_dl.torch"]`, which also says
 which tensor sits where. h5py and `dl-ckpt show` read it; `load()` rebuilds the state_dicts.
+Code is not saved: a method of the object itself in its state_dict (OneCycleLR's anneal
+function, on torch 1.x) is kept by name and bound again on load; any other function is
+refused when the TrainState is made, not at the first checkpoint.
 
 Under DDP every rank holds the same parameters and optimizer state: each rank writes its
 rows of every tensor (I/O in parallel) and any number of ranks reads them back whole.
@@ -36,6 +39,7 @@ seeds they would have had.
 import atexit
 import collections
 import hashlib
+import inspect
 import math
 import os
 import random
@@ -150,14 +154,65 @@ def _path_text(path):
 _INT64 = (-(2**63), 2**63 - 1)
 
 
-class _Writer:
-    """Turns state_dicts into the JSON tree plus this rank's tensor parts."""
+def _stateful(x):
+    return hasattr(x, "state_dict") and hasattr(x, "load_state_dict")
 
-    def __init__(self, rank, world, shard_of=None):
+
+def _owners(obj):
+    """`obj` and the stateful objects inside it (a SequentialLR's schedulers; not its
+    optimizer), each with the attribute path from `obj` to it: a str is an attribute,
+    an int an index into a list or tuple. Their methods in obj.state_dict() are kept by name."""
+    out, seen = [], set()
+
+    def walk(x, where):
+        if id(x) in seen:
+            return
+        seen.add(id(x))
+        out.append((where, x))
+        for name, v in list(getattr(x, "__dict__", {}).items()):
+            items = enumerate(v) if isinstance(v, (list, tuple)) else [(None, v)]
+            for i, item in items:
+                if _stateful(item) and not isinstance(
+                    item, (torch.optim.Optimizer, torch.nn.Module, type)
+                ):
+                    walk(item, where + ((name,) if i is None else (name, i)))
+
+    walk(obj, ())
+    return out
+
+
+def _describe_callable(fn):
+    if fn is None:
+        return "a weak reference to a method that no longer exists"
+    code = getattr(fn, "__code__", None)
+    where = f" ({os.path.basename(code.co_filename)}:{code.co_firstlineno})" if code else ""
+    if inspect.ismethod(fn):
+        return f"the method {fn.__qualname__}{where} of another object"
+    if inspect.isfunction(fn) or inspect.isbuiltin(fn):
+        return f"the function {fn.__name__}{where}"
+    return f"the callable {type(fn).__module__}.{type(fn).__qualname__} object"
+
+
+class _Writer:
+    """Turns state_dicts into the JSON tree plus this rank's tensor parts. A dry writer
+    only checks that everything can be saved, copying nothing."""
+
+    def __init__(self, rank, world, shard_of=None, dry=False):
         self.rank, self.world = rank, world
         self.shard_of = shard_of or (lambda path, t: None)
+        self.dry = dry
         self.parts = {}  # dl-ckpt name -> ckpt.Part
         self.names = set()
+        self.owners = ()  # (where, object): whose methods the state_dict being written may hold
+
+    def stateful(self, obj, path):
+        """obj.state_dict(), whose methods of obj (or of the schedulers inside it) are kept
+        by name."""
+        self.owners = _owners(obj)
+        try:
+            return self.value(obj.state_dict(), path)
+        finally:
+            self.owners = ()
 
     def _name(self, path):
         name = "/".join(_component(p) for p in path)
@@ -181,7 +236,7 @@ class _Writer:
         node = {"tensor": None, "dtype": _dtype_name(t.dtype), "shape": list(t.shape)}
         if t.device.type != "cpu":
             node["device"] = str(t.device)
-        if t.numel() == 0:
+        if t.numel() == 0 or self.dry:
             return node  # nothing to write: the shape says it all
         name = node["tensor"] = self._name(path)
         stored, to_numpy, _ = _TORCH_DTYPES[t.dtype]
@@ -237,6 +292,8 @@ class _Writer:
         if isinstance(v, np.ndarray):
             try:
                 t = torch.from_numpy(np.ascontiguousarray(v))
+                if t.dtype not in _TORCH_DTYPES:  # torch 2.3+ has uint16/32/64 tensors
+                    raise TypeError
             except TypeError:
                 raise StateError(
                     f"{_path_text(path)}: a numpy array of dtype {v.dtype} has no checkpoint type"
@@ -271,10 +328,33 @@ class _Writer:
             return {"torch_dtype": _dtype_name(v)}
         if isinstance(v, torch.device):
             return {"device": str(v)}
-        what = "a function" if callable(v) else f"a {type(v).__module__}.{type(v).__qualname__}"
+        if isinstance(v, weakref.WeakMethod):
+            node = self.method(v(), path)
+            node["method"]["weak"] = True
+            return node
+        if callable(v) and not isinstance(v, type):
+            return self.method(v, path)
         raise StateError(
-            f"{_path_text(path)}: {what} can't be saved without pickle; state_dicts may hold "
-            "tensors, numpy arrays, numbers, strings, bytes, None, lists, tuples and dicts"
+            f"{_path_text(path)}: a {type(v).__module__}.{type(v).__qualname__} can't be saved "
+            "without pickle; state_dicts may hold tensors, numpy arrays, numbers, strings, "
+            "bytes, None, lists, tuples and dicts"
+        )
+
+    def method(self, fn, path):
+        """A method of the object being saved, by name: {"method": {"name", "of", "static"}}
+        ("of": the attribute path from the object to the method's owner)."""
+        name = getattr(fn, "__name__", None)
+        for where, owner in self.owners if name else ():
+            if inspect.ismethod(fn) and fn.__self__ is owner and getattr(owner, name, None) == fn:
+                return {"method": {"name": name, "of": list(where), "static": False}}
+            if isinstance(inspect.getattr_static(type(owner), name, None), staticmethod) and (
+                getattr(type(owner), name) is fn
+            ):
+                return {"method": {"name": name, "of": list(where), "static": True}}
+        raise StateError(
+            f"{_path_text(path)}: {_describe_callable(fn)} can't be saved: a checkpoint holds "
+            "data, not code (no pickle); of functions it keeps only the methods of the object "
+            "being saved, by name"
         )
 
 
@@ -291,6 +371,7 @@ class _Reader:
     def __init__(self, checkpoint, box_of=None):
         self.c = checkpoint
         self.box_of = box_of or (lambda path: None)
+        self.root = None  # the object whose state_dict is being read: methods rebind to it
 
     def value(self, node, path):
         if node is None or isinstance(node, (bool, int, float, str)):
@@ -329,7 +410,28 @@ class _Reader:
             return _torch_dtype(body, path)
         if tag == "device":
             return torch.device(body)
+        if tag == "method":
+            return self.method(body, path)
         raise StateError(f"{_path_text(path)}: unknown entry {tag!r} in the checkpoint's tree")
+
+    def method(self, body, path):
+        """The method the checkpoint names, of the object being restored (or of the
+        scheduler inside it that had it)."""
+        owner, name = self.root, body["name"]
+        try:
+            for step in body["of"]:
+                owner = owner[step] if isinstance(step, int) else getattr(owner, step)
+            fn = getattr(type(owner), name) if body["static"] else getattr(owner, name)
+        except (AttributeError, IndexError, KeyError, TypeError):
+            fn = None
+        if owner is None or not callable(fn):
+            where = ".".join(str(p) for p in body["of"]) or "the object"
+            here = "value" if self.root is None else type(self.root).__name__
+            raise StateError(
+                f"{_path_text(path)}: the checkpoint keeps the method {name!r} of {where}, "
+                f"which the {here} here does not have"
+            )
+        return weakref.WeakMethod(fn) if body.get("weak") else fn
 
     def tensor(self, node, path):
         dtype = _torch_dtype(node["dtype"], path)
@@ -770,6 +872,9 @@ class TrainState:
     (position in the epoch, used by batches()), samplers (their epoch), and plain values
     (numbers, strings, lists, dicts, tensors), which are then attributes: `state.best = acc`.
 
+    What no checkpoint can hold (a lambda in a scheduler's state_dict, say) is refused here,
+    with a StateError that names the entry.
+
     strict=False lets a checkpoint lack keys the state has (a layer added: it keeps its
     initial value) and have keys it lacks (ignored). ckpt_dir overrides DL_CKPT_DIR.
     hyperparameters (a dict) go into the checkpoint's manifest for people to read, and are
@@ -828,8 +933,8 @@ class TrainState:
             elif isinstance(thing, torch.utils.data.Sampler) and hasattr(thing, "set_epoch"):
                 self._samplers[key] = thing
             else:
-                _Writer(0, 1).value(thing, (key,))  # refuse unsavable values now, not at the save
                 self._values[key] = thing
+        self._check_savable()
         d["epoch"], d["batch"], d["step"] = 0, 0, 0
         d["_epoch_seed"], d["_epoch_rngs"], d["_resume_at"] = None, None, None
         d["_derived"], d["_saver"], d["_pending"], d["_metrics"] = {}, None, None, {}
@@ -964,25 +1069,40 @@ class TrainState:
 
     # --- saving and loading ---
 
-    def _tree(self, writer):
-        objects = {}
-        for key, module in self._modules.items():
-            module = _unwrap(module)
+    def _objects(self):
+        for kind in (self._modules, self._optimizers, self._stateful, self._samplers, self._values):
+            yield from kind.items()
+
+    def _object_tree(self, writer, key, thing):
+        if key in self._modules:
+            module = _unwrap(thing)
             buffers = {name for name, _ in module.named_buffers()}
             sd = module.state_dict()
-            objects[key] = {
+            return {
                 "dict": {
                     k: writer.value(v, (key, k), rank0_only=k in buffers) for k, v in sd.items()
                 }
             }
-        for key, opt in self._optimizers.items():
-            objects[key] = writer.value(_optimizer_by_name(opt, self._names(opt)), (key,))
-        for key, obj in self._stateful.items():
-            objects[key] = writer.value(obj.state_dict(), (key,))
-        for key, sampler in self._samplers.items():
-            objects[key] = writer.value({"epoch": getattr(sampler, "epoch", 0)}, (key,))
-        for key, value in self._values.items():
-            objects[key] = writer.value(value, (key,))
+        if key in self._optimizers:
+            return writer.value(_optimizer_by_name(thing, self._names(thing)), (key,))
+        if key in self._stateful:
+            return writer.stateful(thing, (key,))
+        if key in self._samplers:
+            return writer.value({"epoch": getattr(thing, "epoch", 0)}, (key,))
+        return writer.value(thing, (key,))
+
+    def _check_savable(self):
+        """Refuses, now rather than at the first checkpoint, what no checkpoint can hold."""
+        writer = _Writer(0, 1, dry=True)
+        for key, thing in self._objects():
+            try:
+                self._object_tree(writer, key, thing)
+            except StateError as e:
+                what = type(_unwrap(thing)).__name__
+                raise StateError(f"TrainState({key}={what}) can't be checkpointed: {e}") from None
+
+    def _tree(self, writer):
+        objects = {key: self._object_tree(writer, key, thing) for key, thing in self._objects()}
         rank, world = _rank_world()
         return {
             "format_version": FORMAT_VERSION,
@@ -1026,9 +1146,12 @@ class TrainState:
             for key in set(objects) - mine:
                 problems.append(("unexpected", (key,), "an object the state does not have"))
             _raise_problems(problems, self._strict, where)
-            decoded = {
-                key: reader.value(node, (key,)) for key, node in objects.items() if key in mine
-            }
+            decoded = {}
+            for key, node in objects.items():
+                if key in mine:
+                    reader.root = self._stateful.get(key)
+                    decoded[key] = reader.value(node, (key,))
+            reader.root = None
             # Check everything before changing anything: a failed resume leaves the state as it was.
             for key, module in self._modules.items():
                 if key in decoded:
@@ -1039,6 +1162,10 @@ class TrainState:
                 if key in decoded:
                     problems = []
                     _compare(decoded[key], obj.state_dict(), (key,), problems)
+                    # Its load_state_dict() gets the whole saved state and judges it: a
+                    # scheduler gains entries as it steps (ReduceLROnPlateau's _last_lr)
+                    # that one made afresh to resume into lacks.
+                    problems = [p for p in problems if p[0] != "unexpected"]
                     _raise_problems(problems, self._strict, where)
             optimizer_states = {
                 key: _optimizer_state(opt, self._names(opt), decoded[key], key, self._strict)

@@ -1,15 +1,19 @@
 #!/usr/bin/python3
 """slurm_dl.torch: state_dicts to dl-ckpt and back, key-path errors, optimizers by name,
-ranks writing parts, and an exact mid-epoch resume with DataLoader workers."""
+ranks writing parts, every learning-rate scheduler torch ships resumed exactly, and an
+exact mid-epoch resume with DataLoader workers."""
 
+import inspect
 import json
 import os
 import random
+import shutil
 import signal
 import sys
 import tempfile
 import time
 import unittest
+import warnings
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
@@ -214,13 +218,24 @@ class TorchStateTest(unittest.TestCase):
         self.assertIn("extra: missing from the checkpoint", str(e.exception))
 
     def test_unsavable_values_are_refused_with_their_path(self):
-        state = TrainState(ckpt_dir=self.dir, sched=Holder({"lr_lambdas": [lambda e: 1.0]}))
+        with self.assertRaises(StateError) as e:
+            TrainState(ckpt_dir=self.dir, sched=Holder({"lr_lambdas": [lambda e: 1.0]}))
+        line = sys._getframe().f_lineno - 1
+        self.assertEqual(
+            str(e.exception),
+            "TrainState(sched=Holder) can't be checkpointed: sched/lr_lambdas/0: the function "
+            f"<lambda> (test_torch.py:{line}) can't be saved: a checkpoint holds data, not code "
+            "(no pickle); of functions it keeps only the methods of the object being saved, "
+            "by name",
+        )
+        # What becomes unsavable after the start is still refused by the save.
+        holder = Holder({"lr": 0.1})
+        state = TrainState(ckpt_dir=self.dir, sched=holder)
+        holder.sd["fn"] = print
         state.end_step()
         with self.assertRaises(StateError) as e:
             state.save()
-        self.assertIn(
-            "sched/lr_lambdas/0: a function can't be saved without pickle", str(e.exception)
-        )
+        self.assertIn("sched/fn: the function print can't be saved", str(e.exception))
         with self.assertRaises(StateError):
             TrainState(counter=object())
         with self.assertRaises(StateError) as e:
@@ -401,8 +416,12 @@ class TorchStateTest(unittest.TestCase):
             specs = {"weight": ((8, 5), (lo, 0)), "bias": ((8,), (lo,))}
             return local, opt, specs
 
+        # Trained before the fork: torch 2.x's autograd does not run in a process forked
+        # after it ran.
+        parts = [shard(r) for r in range(2)]
+
         def state_of(rank):
-            local, opt, specs = shard(rank)
+            local, opt, specs = parts[rank]
             return TrainState(model=local, optimizer=opt, shards=specs, ckpt_dir=self.dir)
 
         self.save_as_two_ranks("shard-test", state_of)
@@ -415,7 +434,6 @@ class TorchStateTest(unittest.TestCase):
             [(0, [0, 0]), (1, [4, 0])],
         )
         self.assertEqual(tensors["optimizer/state/weight/momentum_buffer"]["shape"], [8, 5])
-        parts = [shard(r) for r in range(2)]
 
         # One rank, no shards: the whole layer.
         whole = torch.nn.Linear(5, 8)
@@ -446,6 +464,247 @@ class TorchStateTest(unittest.TestCase):
         self.assertIn(
             "model/weight: this rank's shard at [6, 0] of shape [3, 5] is outside", str(e.exception)
         )
+
+
+# Base classes, not schedulers to use.
+NOT_SCHEDULERS = {"LRScheduler"}
+
+
+def scheduler_classes():
+    """Every class of torch.optim.lr_scheduler and torch.optim.swa_utils with a state, as
+    the installed torch has them: a class added by a new version is found here."""
+    found = {}
+    for module in (torch.optim.lr_scheduler, torch.optim.swa_utils):
+        for name, cls in vars(module).items():
+            if (
+                inspect.isclass(cls)
+                and cls.__module__ == module.__name__
+                and not name.startswith("_")
+                and name not in NOT_SCHEDULERS
+                and hasattr(cls, "state_dict")
+                and hasattr(cls, "load_state_dict")
+            ):
+                found[name] = cls
+    return found
+
+
+class Warmup:
+    """A callable object whose attributes a LambdaLR saves; one is a lambda."""
+
+    def __init__(self):
+        self.curve = lambda epoch: min(1.0, (epoch + 1) / 4)
+
+    def __call__(self, epoch):
+        return self.curve(epoch)
+
+
+class Decay:
+    """A callable object whose attributes are numbers: a LambdaLR saves and restores them."""
+
+    def __init__(self, rate):
+        self.rate = rate
+
+    def __call__(self, epoch):
+        return self.rate**epoch
+
+
+def schedulers():
+    """(label, optimizer, make(optimizer, model)): each class with its usual arguments,
+    and the variants that keep other state (another anneal strategy, mode or optimizer)."""
+    L, S = torch.optim.lr_scheduler, torch.optim.swa_utils
+    return [
+        (
+            "ChainedScheduler",
+            "sgd",
+            lambda o, m: L.ChainedScheduler(
+                [L.ConstantLR(o, factor=0.5, total_iters=3), L.ExponentialLR(o, gamma=0.9)]
+            ),
+        ),
+        ("ConstantLR", "sgd", lambda o, m: L.ConstantLR(o, factor=0.5, total_iters=4)),
+        ("CosineAnnealingLR", "sgd", lambda o, m: L.CosineAnnealingLR(o, T_max=10, eta_min=1e-4)),
+        (
+            "CosineAnnealingWarmRestarts",
+            "sgd",
+            lambda o, m: L.CosineAnnealingWarmRestarts(o, T_0=3, T_mult=2, eta_min=1e-4),
+        ),
+        ("CyclicLR", "sgd", lambda o, m: L.CyclicLR(o, base_lr=0.01, max_lr=0.1, step_size_up=3)),
+        (
+            "CyclicLR triangular2",
+            "sgd",
+            lambda o, m: L.CyclicLR(
+                o, base_lr=0.01, max_lr=0.1, step_size_up=2, step_size_down=3, mode="triangular2"
+            ),
+        ),
+        (
+            "CyclicLR exp_range",
+            "sgd",
+            lambda o, m: L.CyclicLR(
+                o, base_lr=0.01, max_lr=0.1, step_size_up=3, mode="exp_range", gamma=0.9
+            ),
+        ),
+        ("ExponentialLR", "sgd", lambda o, m: L.ExponentialLR(o, gamma=0.9)),
+        ("LambdaLR", "sgd", lambda o, m: L.LambdaLR(o, lambda epoch: 0.95**epoch)),
+        ("LambdaLR callable object", "sgd", lambda o, m: L.LambdaLR(o, Decay(0.9))),
+        ("LinearLR", "sgd", lambda o, m: L.LinearLR(o, start_factor=0.1, total_iters=5)),
+        ("MultiStepLR", "sgd", lambda o, m: L.MultiStepLR(o, milestones=[2, 5], gamma=0.5)),
+        ("MultiplicativeLR", "sgd", lambda o, m: L.MultiplicativeLR(o, lambda epoch: 0.95)),
+        ("OneCycleLR", "adamw", lambda o, m: L.OneCycleLR(o, max_lr=0.1, total_steps=20)),
+        (
+            "OneCycleLR linear three_phase",
+            "sgd",
+            lambda o, m: L.OneCycleLR(
+                o, max_lr=0.1, total_steps=20, anneal_strategy="linear", three_phase=True
+            ),
+        ),
+        ("PolynomialLR", "sgd", lambda o, m: L.PolynomialLR(o, total_iters=8, power=2.0)),
+        ("ReduceLROnPlateau", "sgd", lambda o, m: L.ReduceLROnPlateau(o, factor=0.5, patience=1)),
+        (
+            "SequentialLR",
+            "sgd",
+            lambda o, m: L.SequentialLR(
+                o,
+                [
+                    L.LinearLR(o, start_factor=0.1, total_iters=3),
+                    L.OneCycleLR(o, 0.1, total_steps=20),
+                ],
+                milestones=[3],
+            ),
+        ),
+        ("StepLR", "sgd", lambda o, m: L.StepLR(o, step_size=3, gamma=0.5)),
+        ("SWALR", "sgd", lambda o, m: S.SWALR(o, swa_lr=0.05, anneal_epochs=5)),
+        (
+            "SWALR linear",
+            "adamw",
+            lambda o, m: S.SWALR(o, swa_lr=0.05, anneal_epochs=5, anneal_strategy="linear"),
+        ),
+        ("AveragedModel", "sgd", lambda o, m: S.AveragedModel(m)),
+    ]
+
+
+# ReduceLROnPlateau's metric: it plateaus twice.
+PLATEAU = [1.0, 0.9, 0.9, 0.9, 0.8, 0.8, 0.8, 0.8, 0.7, 0.7, 0.7, 0.7]
+
+
+@unittest.skipIf(torch is None, "torch is not installed")
+class SchedulerTest(unittest.TestCase):
+    STEPS, SAVE_AT = 12, 5
+
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.dir = os.path.join(self.tmp.name, "ckpt")
+        for name in ("RANK", "WORLD_SIZE", "DL_CKPT_DIR", "DL_RESUME_FROM", "DL_CLIENT_FILE"):
+            os.environ.pop(name, None)
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def train(self, make, kind, resume=None, stop_at=None):
+        """Trains STEPS steps (or from the checkpoint `resume`, or until it saves at
+        `stop_at`); the learning rates, momenta and averaged parameters after each step."""
+        torch.manual_seed(0 if resume is None else 1)  # a resumed run starts from other values
+        model = torch.nn.Linear(4, 3)
+        if kind == "adamw":
+            opt = torch.optim.AdamW(model.parameters(), lr=0.1, weight_decay=0.01)
+        else:
+            opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+        thing = make(opt, model)
+        key = "averaged" if isinstance(thing, torch.nn.Module) else "scheduler"
+        state = TrainState(ckpt_dir=self.dir, model=model, optimizer=opt, **{key: thing})
+        start = state.resume(resume).step if resume else 0
+        x = torch.arange(8.0).reshape(2, 4) / 8
+        seen = []
+        for step in range(start, self.STEPS):
+            sgd_step(model, opt, x)
+            with warnings.catch_warnings():
+                # torch 1.x's SequentialLR steps the next scheduler with an epoch, and says so.
+                warnings.filterwarnings("ignore", "The epoch parameter in")
+                if isinstance(thing, torch.optim.swa_utils.AveragedModel):
+                    thing.update_parameters(model)
+                elif isinstance(thing, torch.optim.lr_scheduler.ReduceLROnPlateau):
+                    thing.step(PLATEAU[step])
+                else:
+                    thing.step()
+            now = []
+            for g in opt.param_groups:
+                now += [g["lr"], g.get("momentum"), g.get("betas")]
+            if key == "averaged":
+                now += [p.detach().numpy().tobytes() for p in thing.parameters()]
+            seen.append(repr([v.hex() if isinstance(v, float) else v for v in now]))
+            state.end_step()
+            if step + 1 == stop_at:
+                state.save()
+                state.close()
+                return seen, ckpt.latest_valid(self.dir)
+        state.close()
+        return seen
+
+    def test_every_scheduler_class_has_usual_arguments_here(self):
+        tested = {label.split()[0] for label, _, _ in schedulers()}
+        missing = sorted(set(scheduler_classes()) - tested)
+        self.assertEqual(missing, [], "scheduler classes of this torch without a test: add them")
+
+    def test_every_scheduler_resumes_with_bit_identical_learning_rates(self):
+        for label, kind, make in schedulers():
+            with self.subTest(label):
+                shutil.rmtree(self.dir, ignore_errors=True)
+                whole = self.train(make, kind)
+                first, path = self.train(make, kind, stop_at=self.SAVE_AT)
+                self.assertEqual(first, whole[: self.SAVE_AT])
+                rest = self.train(make, kind, resume=path)
+                self.assertEqual(len(rest), self.STEPS - self.SAVE_AT)
+                self.assertEqual(rest, whole[self.SAVE_AT :])
+
+    def test_one_cycle_methods_are_kept_by_name_and_rebound(self):
+        # OneCycleLR (torch 1.x) keeps its anneal function as a bound method.
+        model = torch.nn.Linear(4, 3)
+        opt = torch.optim.AdamW(model.parameters(), lr=0.1)
+        sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=0.1, total_steps=20)
+        state = TrainState(ckpt_dir=self.dir, model=model, optimizer=opt, scheduler=sched)
+        state.end_step()
+        state.save()
+        state.close()
+        other = torch.optim.lr_scheduler.OneCycleLR(
+            torch.optim.AdamW(model.parameters(), lr=0.1), max_lr=0.1, total_steps=20
+        )
+        TrainState(scheduler=other, strict=False).resume(ckpt.latest_valid(self.dir))
+        for name, v in other.state_dict().items():
+            if inspect.ismethod(v):
+                self.assertIs(v.__self__, other, name)
+
+    def test_a_lambda_inside_a_scheduler_is_refused_when_the_state_is_made(self):
+        model = torch.nn.Linear(4, 3)
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        sched = torch.optim.lr_scheduler.LambdaLR(opt, Warmup())
+        line = inspect.getsourcelines(Warmup.__init__)[1] + 1
+        with self.assertRaises(StateError) as e:
+            TrainState(model=model, optimizer=opt, scheduler=sched)
+        self.assertEqual(
+            str(e.exception),
+            "TrainState(scheduler=LambdaLR) can't be checkpointed: scheduler/lr_lambdas/0/curve: "
+            f"the function <lambda> (test_torch.py:{line}) can't be saved: a checkpoint holds "
+            "data, not code (no pickle); of functions it keeps only the methods of the object "
+            "being saved, by name",
+        )
+
+    def test_a_custom_cyclic_scale_fn_is_refused_only_where_it_is_state(self):
+        # torch 1.x keeps CyclicLR's scale_fn in its state_dict; 2.x keeps None (the
+        # program passes the function again) and resumes exactly.
+        def make(o, m):
+            return torch.optim.lr_scheduler.CyclicLR(
+                o, base_lr=0.01, max_lr=0.1, step_size_up=2, scale_fn=lambda x: 0.9**x
+            )
+
+        model = torch.nn.Linear(4, 3)
+        opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+        sched = make(opt, model)
+        if inspect.isfunction(sched.state_dict().get("_scale_fn_custom")):
+            with self.assertRaises(StateError) as e:
+                TrainState(model=model, optimizer=opt, scheduler=sched)
+            self.assertIn("scheduler/_scale_fn_custom: the function <lambda>", str(e.exception))
+        else:
+            whole = self.train(make, "sgd")
+            _, path = self.train(make, "sgd", stop_at=self.SAVE_AT)
+            self.assertEqual(self.train(make, "sgd", resume=path), whole[self.SAVE_AT :])
 
 
 class AugmentedData(torch.utils.data.Dataset if torch is not None else object):

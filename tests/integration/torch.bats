@@ -4,7 +4,8 @@
 # 2 workers, SGD with momentum, a cosine learning rate, dropout, BatchNorm; DDP over gloo on
 # 2 ranks) is preempted in the middle of an epoch, requeued and resumed, and ends with the
 # parameters of an uninterrupted run bit for bit; resumed on another number of ranks, it
-# finishes.
+# finishes. A program whose checkpoint fails when it is stopped has failed: the restart is
+# counted and dlrun says so.
 
 load helpers
 
@@ -140,4 +141,28 @@ rank0_pid() {
   from=$(sed -n 's/.* resumed from .*(step \([0-9]*\),.*/\1/p' out.txt)
   [ -n "$from" ] && [ "$from" -lt "$killed" ]
   cmp out.bin "$REF"
+}
+
+@test "torch 4: a checkpoint that fails when the job is stopped is a failure, counted and said so" {
+  prog=$DL_ROOT/tests/integration/torch_failed_save.py
+  job=$(submit -J "$(unique_name failsave)" -N1 --requeue --dl-max-restarts=3 -o out.txt \
+    --open-mode=append --export="ALL,$PYENV" \
+    --wrap "srun --mpi=pmix $DLRUN /usr/bin/python3 $prog --steps 300 --step-ms 50")
+  # The first run's save raises: rank 0 fails, and nothing is left to resume.
+  wait_until 120 'grep -q "\] step 10$" out.txt'
+  scancel --signal=TERM "$job"
+  wait_until 180 'grep -q "start restart=1 step=" out.txt'
+  grep -q 'rank 0 failed before its checkpoint was written (exited with 1): stopping all ranks' out.txt
+  grep -q "requeued job $job: restart 1 of 3 after a failure" out.txt
+  [ "$(grep -c 'to resume from its checkpoint' out.txt)" = 0 ]
+  grep -q 'start restart=1 step=0$' out.txt
+  # The second run saves AdamW and a OneCycleLR stepped per batch when stopped, and the
+  # third resumes from there.
+  wait_until 120 '[ "$(grep -c "\] step 10$" out.txt)" -ge 2 ]'
+  scancel --signal=TERM "$job"
+  wait_state "$job" COMPLETED 240
+  grep -q "requeued job $job: requeued to resume from its checkpoint" out.txt
+  grep -Eq 'start restart=2 step=[1-9][0-9]*$' out.txt
+  grep -q '\] step 299$' out.txt
+  [ "$(job_field "$job" Restarts)" = 2 ]
 }

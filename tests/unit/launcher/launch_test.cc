@@ -329,6 +329,36 @@ TEST(Agreement, RoundCompletesWhenEveryRankIsDoneOrExited) {
   EXPECT_TRUE(r.stop());
 }
 
+TEST(Agreement, DyingBeforeTheLastCheckpointIsAFailure) {
+  // Preempted: rank 0 and rank 1 use the client API, rank 2 does not.
+  CheckpointRound r(1, 4, true);
+  r.report(0, {true, 10});
+  r.report(1, {false, -1});  // loaded the client API, no step yet
+  r.report(2, {false, kNoClientApi});
+  EXPECT_TRUE(r.failed_to_checkpoint(0, 1, 0)) << "its save raised: nothing to resume";
+  EXPECT_TRUE(r.failed_to_checkpoint(0, 128 + SIGKILL, 0));
+  EXPECT_TRUE(r.failed_to_checkpoint(1, 1, 0));
+  EXPECT_FALSE(r.failed_to_checkpoint(0, 0, 0)) << "exit 0 is no failure";
+  EXPECT_FALSE(r.failed_to_checkpoint(2, 1, 0)) << "it cannot checkpoint: stopping is all it does";
+  EXPECT_FALSE(r.failed_to_checkpoint(3, 1, 0)) << "not in the round yet";
+  EXPECT_FALSE(r.failed_to_checkpoint(7, 1, 0));
+  // --ckpt-signal=TERM: SIGTERM is how the program stops.
+  EXPECT_FALSE(r.failed_to_checkpoint(0, 128 + SIGTERM, SIGTERM));
+  EXPECT_TRUE(r.failed_to_checkpoint(0, 1, SIGTERM));
+  EXPECT_TRUE(r.failed_to_checkpoint(0, 128 + SIGTERM, 0));
+  r.done(0);
+  EXPECT_FALSE(r.failed_to_checkpoint(0, 1, 0)) << "saved, then stopped: the run's stop";
+  r.exited(1);
+  EXPECT_FALSE(r.failed_to_checkpoint(1, 1, 0)) << "its exit is counted once";
+
+  // A periodic round: a failure is one anyway, judged without the round.
+  CheckpointRound periodic(2, 1, false);
+  periodic.report(0, {true, 10});
+  EXPECT_FALSE(periodic.failed_to_checkpoint(0, 1, 0));
+  periodic.make_stop();
+  EXPECT_TRUE(periodic.failed_to_checkpoint(0, 1, 0)) << "a stop arrived during the round";
+}
+
 TEST(Agreement, ARunningRankIsAnsweredForWithinAFewMilliseconds) {
   // A rank blocked in a collective with a peer that stopped at its report_step cannot
   // stop itself: every rank waits until it is answered for (it was after 500 ms).
