@@ -196,6 +196,17 @@ RunOutcome conclude_run(const JobSettings& job, std::uint32_t max_stalled_restar
       if (!excluded.empty() && excluded != exclude) {
         exclude = exclude.empty() ? excluded : fmt::format("{},{}", exclude, excluded);
       }
+      if (end == RunEnd::stopped && !hold && exclude.empty() &&
+          slurm::slurm_requeues_job_ending_in_grace()) {
+        slurm::JobInfo info;
+        warn_on_error([&] { info = slurm::load_job(*job.job); }, "requeuing it itself");
+        if (info.preempted) {
+          // Its own requeue would make Slurm requeue the next run once more at its end.
+          log(LogLevel::info, "job {} is preempted: Slurm requeues it as this run ends; {}",
+              job.job->to_string(), d.reason);
+          break;
+        }
+      }
       try {
         // After a node failure the job is requeued held, excludes the node and is
         // released in one update: it is never eligible while the node could still take it

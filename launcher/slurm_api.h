@@ -42,4 +42,10 @@ inline bool setting_db_index(int rc) {
 #endif
 }
 
+// slurmctld requeues a batch job that ends within the GraceTime of its preemption since
+// 24.05 (proc_req.c, _slurm_rpc_complete_batch_script; GRACE_PREEMPT): a behaviour of the
+// controller, so the release says it.
+inline constexpr bool kRequeuesJobEndingInGrace =
+    SLURM_VERSION_NUMBER >= SLURM_VERSION_NUM(24, 5, 0);
+
 }  // namespace dl::slurm

@@ -135,6 +135,7 @@ JobInfo load_job(const JobRef& job) {
     info.cancelled = (j.job_state & JOB_STATE_BASE) == JOB_CANCELLED;
     info.batch = j.batch_flag != 0;
     info.running = running;
+    info.preempted = j.preempt_time != 0;
     info.nodes = j.nodes ? j.nodes : "";
     info.batch_host = j.batch_host ? j.batch_host : "";
     if (info.batch) {
@@ -256,6 +257,8 @@ void signal_steps(const JobRef& job, int sig) {
     fail(fmt::format("signal the steps of job {}", job.to_string()));
   }
 }
+
+bool slurm_requeues_job_ending_in_grace() { return kRequeuesJobEndingInGrace; }
 
 void requeue(const JobRef& job, bool hold) {
   init();

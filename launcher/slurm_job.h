@@ -32,6 +32,7 @@ struct JobInfo {
   bool cancelled = false;  // scancel'ed: a stop signal must not requeue it
   bool batch = false;      // only batch jobs can be requeued
   bool running = false;    // RUNNING (not pending, completing or ended)
+  bool preempted = false;  // Slurm is preempting it (its preempt_time is set)
   std::string nodes;       // allocated nodes, e.g. "n[1-4]"
   std::string batch_host;  // the node running the batch script
   std::string std_out;     // a batch job's output and error files, patterns expanded
@@ -45,6 +46,13 @@ JobInfo load_job(const JobRef& job);
 
 // Requeues this job (array task); `hold` keeps it pending until `scontrol release`.
 void requeue(const JobRef& job, bool hold);
+
+// Whether slurmctld itself requeues a batch job preempted with a GraceTime that ends
+// within it (PreemptMode=REQUEUE, --requeue). Since 24.05 it does, and a job that then
+// requeues itself is requeued once more at the end of its next run: its "preempted in
+// the grace time" flag outlives the requeue (GRACE_PREEMPT, _job_requeue_op in
+// src/slurmctld/job_mgr.c). Before 24.05 such a job ended FAILED.
+bool slurm_requeues_job_ending_in_grace();
 
 // Where a node's slurmd listens, and whether slurmctld already knows it does not respond.
 struct NodeInfo {

@@ -165,15 +165,21 @@ EOF
   echo $! >serve.pid
   wait_until 20 "curl -sf http://127.0.0.1:$port/api/experiments >/dev/null"
   curl -sf "http://127.0.0.1:$port/api/rungs/$EXP" >rungs.json
-  timeout 60 chromium --headless --no-sandbox --disable-gpu --virtual-time-budget=5000 \
-    --dump-dom "http://127.0.0.1:$port/?exp=$EXP" 2>/dev/null >dom.html
+  # The second stack has no browser (docs/compatibility.md): the page is drawn by the
+  # browser alone, and the first stack checks it.
+  if command -v chromium >/dev/null; then
+    timeout 60 chromium --headless --no-sandbox --disable-gpu --virtual-time-budget=5000 \
+      --dump-dom "http://127.0.0.1:$port/?exp=$EXP" 2>/dev/null >dom.html
+  fi
   python3 - <<'EOF'
-import json, re
+import json, os, re, sys
 d = json.load(open("status.json"))
 r = json.load(open("rungs.json"))
 assert r["metric"] == "loss" and [x["budget"] for x in r["rungs"]] == d["rungs"], r
 promoted0 = [t["id"] for t in d["trials"] if t["rung"] > 0]
 assert [p["trial"] for p in r["rungs"][0]["promoted"]] == promoted0, (r, promoted0)
+if not os.path.exists("dom.html"):
+    sys.exit(0)
 page = re.findall(r'<g data-rung="(\d+)" data-promoted="([^"]*)" data-stopped="([^"]*)">', open("dom.html").read())
 assert [int(g[0]) for g in page] == [0, 1, 2], page
 assert page[0][1] == " ".join(promoted0), (page, promoted0)
