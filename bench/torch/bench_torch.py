@@ -86,9 +86,21 @@ def timed(fn):
 
 
 def run_rank(rank, world, args, root, barrier, queue):
-    """Saves and restores with every variant, --repeat times; puts this rank's Timings."""
+    """Puts (rank, times, sizes), or (rank, None, the error) after breaking the barrier so
+    that the other ranks stop too."""
+    try:
+        t = measure(rank, world, args, root, barrier)
+        queue.put((rank, t.times, t.sizes))
+    except BaseException as e:
+        barrier.abort()
+        queue.put((rank, None, f"{type(e).__name__}: {e}"))
+
+
+def measure(rank, world, args, root, barrier):
+    """Saves and restores with every variant, --repeat times."""
     os.environ.update(RANK=str(rank), WORLD_SIZE=str(world), DL_CKPT_RUN_ID="bench-torch")
     if world > 1 and DCP_MISSING is None:
+        os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")  # the ranks share this machine
         dist.init_process_group(
             "gloo",
             init_method="file://" + os.path.join(root, "pg-store"),
@@ -110,7 +122,9 @@ def run_rank(rank, world, args, root, barrier, queue):
         t.add("slurm_dl.torch stall", stall)
         t.add("slurm_dl.torch durable", stall + durable)
         barrier.wait()
-        step = os.path.join(ckpt_dir, sorted(d for d in os.listdir(ckpt_dir) if d.startswith("step-"))[-1])
+        step = os.path.join(
+            ckpt_dir, sorted(d for d in os.listdir(ckpt_dir) if d.startswith("step-"))[-1]
+        )
         t.sizes["slurm_dl.torch"] = du(step)
         t.add("slurm_dl.torch restore", timed(lambda: TrainState(model=restored).load(step))[0])
         check_equal(model, restored, "slurm_dl.torch")
@@ -166,10 +180,10 @@ def run_rank(rank, world, args, root, barrier, queue):
             if rank == 0:
                 shutil.rmtree(d)
     state.close()
-    queue.put((rank, t.times, t.sizes))
+    return t
 
 
-def merge(per_rank, repeat):
+def merge(per_rank):
     """The slowest rank's time per repetition, by variant; the bytes of all ranks."""
     times = {}
     for name in per_rank[0][0]:
@@ -208,16 +222,18 @@ def main():
         ]
         for p in procs:
             p.start()
-        per_rank = {}
+        per_rank, failed = {}, False
         for _ in procs:
             rank, times, sizes = queue.get()
             per_rank[rank] = (times, sizes)
+            if times is None:
+                print(f"rank {rank}: {sizes}", file=sys.stderr)
+                failed = True
         for p in procs:
             p.join()
-            if p.exitcode != 0:
-                print(f"a rank failed (exit code {p.exitcode})", file=sys.stderr)
-                return 1
-        times, sizes = merge([per_rank[r] for r in sorted(per_rank)], args.repeat)
+        if failed:
+            return 1
+        times, sizes = merge([per_rank[r] for r in sorted(per_rank)])
         report(args, root, times, sizes)
     finally:
         shutil.rmtree(root, ignore_errors=True)
@@ -273,7 +289,12 @@ def report(args, root, times, sizes):
         sizes["torch.save"],
         "target <= 1.05",
     )
-    ratio("bytes ratio (slurm_dl.torch / DCP)", sizes["slurm_dl.torch"], sizes.get("DCP"), "target <= 1.05")
+    ratio(
+        "bytes ratio (slurm_dl.torch / DCP)",
+        sizes["slurm_dl.torch"],
+        sizes.get("DCP"),
+        "target <= 1.05",
+    )
     restore = median(times, "slurm_dl.torch restore")
     ratio(
         "restore ratio (slurm_dl.torch / torch.load)",
