@@ -9,8 +9,12 @@ work_from_reachable_copy() {
   local root=$1 script=$2
   shift 2
   if runuser -u nobody -- test -x "$root/scripts" 2>/dev/null; then return 0; fi
-  local copy
-  copy=/var/tmp/slurm-dl-$(printf '%s' "$root" | sha1sum | cut -c1-12)
+  # One copy per stack (scripts/lib/stack.sh): each is made again at every run, and the
+  # two stacks' runs may overlap (CI prepares the second while the first runs).
+  local copy stack suffix=""
+  stack=$(stack_requested "$@")
+  if [ -n "$stack" ] && [ "$stack" != "$(stack_of_host)" ]; then suffix=-$stack; fi
+  copy=/var/tmp/slurm-dl-$(printf '%s' "$root" | sha1sum | cut -c1-12)$suffix
   echo "$script: $root is private (Slurm's daemons and the test users cannot reach it);" \
     "working from a copy in $copy" >&2
   install -d -m 0755 "$copy"
@@ -20,10 +24,6 @@ work_from_reachable_copy() {
   chmod -R a+rX "$copy/src.new"
   rm -rf "$copy/src"
   mv "$copy/src.new" "$copy/src"
-  # The build tree of the stack the arguments ask for (scripts/lib/stack.sh).
-  local stack suffix=""
-  stack=$(stack_requested "$@")
-  if [ -n "$stack" ] && [ "$stack" != "$(stack_of_host)" ]; then suffix=-$stack; fi
   export DL_BUILD_DIR=${DL_BUILD_DIR:-$copy/build$suffix} DL_CACHE_DIR=${DL_CACHE_DIR:-$copy/cache}
   exec "$copy/src/scripts/$script" "$@"
 }
