@@ -113,7 +113,7 @@ fake_deb() {
   command -v lintian >/dev/null || skip "lintian is not installed"
   built
   # Warnings and notes are listed, errors fail.
-  run lintian --fail-on error --no-tag-display-limit "$top"/deb1/*.deb
+  run lintian --fail-on error --tag-display-limit 0 "$top"/deb1/*.deb
   echo "$output"
   [ "$status" -eq 0 ]
   run grep '^E:' <<<"$output"
@@ -289,7 +289,7 @@ print(*sorted({l.split()[-1] for l in open(\"/proc/self/maps\") if \"libdlckpt\"
   [ "$status" -eq 0 ]
 
   # Plain Slurm: slurmctld starts, sbatch and srun run; with the documented SPANK line
-  # still in plugstack.conf, srun fails.
+  # still in plugstack.conf, both fail.
   port=$((${DL_MINICLUSTER_PORT_BASE:-16800} + 1100))
   "$DL_ROOT/scripts/minicluster" up --no-plugins --dir "$top/plain" --port-base "$port" --nodes 1 >/dev/null
   eval "$("$DL_ROOT/scripts/minicluster" env --dir "$top/plain")"
@@ -301,6 +301,10 @@ print(*sorted({l.split()[-1] for l in open(\"/proc/self/maps\") if \"libdlckpt\"
   [ "$(job_state "$job")" = COMPLETED ]
   grep -v '^#' "$top/dl.conf" >"$top/plain/plugstack.conf"
   run timeout 60 srun -N1 echo plain
+  echo "$output"
+  [ "$status" -ne 0 ]
+  [[ $output == *spank_dl.so* ]]
+  run sbatch --parsable -o /dev/null --wrap true
   echo "$output"
   [ "$status" -ne 0 ]
   [[ $output == *spank_dl.so* ]]
