@@ -13,6 +13,10 @@ setup_file() {
   export top
   top=$(mktemp -d /var/tmp/dl-deb.XXXXXX)
   chmod 0755 "$top"
+  # The packager's identity; a stack's root has no git to take it from.
+  if ! git -C "$DL_ROOT" config user.email >/dev/null 2>&1; then
+    export DEBFULLNAME=${DEBFULLNAME:-slurm-dl tests} DEBEMAIL=${DEBEMAIL:-tests@slurm-dl.example.org}
+  fi
   export slurm_deb
   slurm_deb=$(dpkg-query -W -f '${Version}' slurmctld)
   # The file system before anything is installed; the purge must bring it back.
@@ -28,9 +32,12 @@ teardown_file() {
   rm -rf "$top"
 }
 
-# Every path below the directories a package may write to, but apt's and dpkg's own state.
+# Every path below the directories a package may write to, but apt's and dpkg's own state
+# and the interpreter's byte code of Python's standard library (any python3 run as root
+# may write it, py3compile included, where the system was installed without it).
 snapshot() {
-  find /usr /etc /opt /var/lib -xdev \( -path /var/lib/dpkg -o -path /var/lib/apt \) -prune \
+  find /usr /etc /opt /var/lib -xdev \( -path /var/lib/dpkg -o -path /var/lib/apt \
+    -o -path '/usr/lib/python3.*/__pycache__' -o -path '/usr/lib/python3.*/*/__pycache__' \) -prune \
     -o -print 2>/dev/null | LC_ALL=C sort
 }
 
@@ -164,19 +171,26 @@ fake_deb() {
   # a cluster whose daemons, and so jobs, see the source and build trees empty.
   dir=$top/cluster
   port=$((${DL_MINICLUSTER_PORT_BASE:-16800} + 1100))
-  cp "$DL_ROOT/scripts/minicluster" "$top/minicluster"
-  unshare --mount --propagation private sh -c '
+  # minicluster and the scripts it sources, outside the hidden trees.
+  cp -r "$DL_ROOT/scripts" "$top/scripts"
+  # In a stack's root (a chroot, already in a private mount namespace) / is no mount point
+  # whose propagation could be changed.
+  propagation=private
+  mountpoint -q / || propagation=unchanged
+  unshare --mount --propagation "$propagation" sh -c '
     mc=$1 dir=$2 port=$3
     shift 3
     cd /
     for d; do [ -d "$d" ] && mount -t tmpfs -o size=64k,mode=0755 hidden "$d"; done
     exec "$mc" up --installed / --dir "$dir" --port-base "$port" --nodes 2' \
-    sh "$top/minicluster" "$dir" "$port" "$DL_ROOT" "$DL_BUILD_DIR"
-  eval "$("$top/minicluster" env --dir "$dir")"
+    sh "$top/scripts/minicluster" "$dir" "$port" "$DL_ROOT" "$DL_BUILD_DIR"
+  eval "$("$top/scripts/minicluster" env --dir "$dir")"
   ctld=$(cat "$dir/run/slurmctld.pid")
+  # In slurmctld's mount namespace and root (a stack's root is a chroot: entering the
+  # namespace alone would leave this one's root).
+  hidden() { nsenter --target "$ctld" --mount --root --wd -- sh -c 'cd "$0" && exec "$@"' "$top" "$@"; }
   plugins=/usr/lib/x86_64-linux-gnu/slurm-dl
-  for p in job_submit_dl site_factor_dl preempt_dl; do grep -q " $plugins/$p.so$" "/proc/$ctld/maps"; done
-  hidden() { nsenter --mount="/proc/$ctld/ns/mnt" --wd="$top" "$@"; }
+  for p in job_submit_dl site_factor_dl preempt_dl; do hidden grep -q " $plugins/$p.so$" "/proc/$ctld/maps"; done
 
   # A step's dlrun, slurm_dl, libdlckpt and spank_dl.so are the packaged ones, and
   # cli_filter/dl chose PMIx.
