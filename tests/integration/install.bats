@@ -4,6 +4,19 @@
 
 load helpers
 
+setup() { cd "$BATS_TEST_TMPDIR"; }
+
+@test "configure refuses a Slurm release it does not support, in one line naming those it does" {
+  # Slurm 23.11's version header in front of the installed one.
+  mkdir -p fake/slurm
+  echo '#define SLURM_VERSION_NUMBER 0x170b05' >fake/slurm/slurm_version.h
+  mkdir build && cd build
+  run "$DL_ROOT/configure" -q CPPFLAGS="-I$BATS_TEST_TMPDIR/fake"
+  [ "$status" -ne 0 ]
+  [ "${lines[${#lines[@]} - 1]}" = "configure: error: Slurm 23.11.5 is not supported: slurm-dl supports Slurm 22.05 and 24.11" ]
+  [ ! -f Makefile ]
+}
+
 @test "make install puts slurm_dl where Debian's python3 imports it from" {
   dest=$BATS_TEST_TMPDIR/root
   make -s -C "$DL_BUILD_DIR/python" install DESTDIR="$dest" >/dev/null
