@@ -46,7 +46,9 @@ preempt() {
   echo "preemptor ran ${took}s after its submission (partition grace time 60s, --dl-grace 120s)"
   # dlrun ended the run itself (Slurm's requeue at the end of the grace time logs no such line).
   grep -q "no rank's program uses the client API, so none can checkpoint now; ending the run without waiting for the grace time" out.txt
-  grep -Eq "dlrun: requeued job $job" out.txt
+  # Requeued by dlrun, or, on a Slurm that requeues a job ending in its grace time
+  # (24.05 on), left to Slurm.
+  grep -Eq "dlrun: (requeued job $job|job $job is preempted: Slurm requeues it)" out.txt
   wait_state "$job" COMPLETED 240
   [ "$(job_field "$job" Restarts)" = 1 ]
   grep -Eq 'rank [01]: resuming from the snapshot at epoch (5|10|15)$' out.txt
@@ -62,7 +64,9 @@ preempt() {
   saved=$(sed -n 's/.*rank 0: snapshot saved at epoch \([0-9]*\) (SIGTERM)$/\1/p' out.txt)
   [ -n "$saved" ]
   grep -q "rank 0: resuming from the snapshot at epoch $saved\$" out.txt
-  grep -Eq "dlrun: requeued job $job" out.txt
+  # Requeued by dlrun, or, on a Slurm that requeues a job ending in its grace time
+  # (24.05 on), left to Slurm.
+  grep -Eq "dlrun: (requeued job $job|job $job is preempted: Slurm requeues it)" out.txt
   # The program stopped on SIGTERM: not a failure, no SIGKILL.
   ! grep -q 'stopping all ranks' out.txt || false
   grep -q 'rank 0: trained 20 epochs' out.txt
