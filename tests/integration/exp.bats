@@ -207,6 +207,7 @@ assert len(set(steps)) >= 3 and steps == sorted(steps), steps'
 }
 
 @test "exp 6: dl-exp serve: headless Chromium shows the trials dl-exp --json shows, with curves" {
+  command -v chromium >/dev/null || skip "no browser on this stack (docs/compatibility.md)"
   for t in a b; do
     job=$(submit -N1 --dl-experiment=web --dl-trial=$t -o "out-$t.txt" \
       --wrap "srun --mpi=pmix $DLRUN $DP --steps 40 --step-ms 0 --out $PWD/out-$t.bin")
