@@ -165,6 +165,9 @@ stack_exec() {
   vars+=("HOME=${HOME:-/root}" "DL_BUILD_DIR=${DL_BUILD_DIR:-$(stack_builddir "$name")}" "DL_STACK=$name")
   exec unshare --mount --propagation private -- /bin/bash -c '
     r=$1 n=$2; shift 2
+    # The root a mount point of its own: "ip netns add" and "unshare --propagation" change
+    # the propagation of /, which must be a mount point.
+    mount --bind "$r" "$r" || exit 1
     mount --rbind /proc "$r/proc" && mount --rbind /sys "$r/sys" && mount --rbind /dev "$r/dev" || exit 1
     for ((i = 0; i < n; i++)); do
       d=$1; shift

@@ -50,7 +50,7 @@ assert slurm_dl.__file__.startswith(sys.argv[2]), slurm_dl.__file__' "$installed
 
 teardown() {
   if [ -n "${admin_top:-}" ]; then
-    "$admin_top/minicluster" down --dir "$admin_top/cluster" >/dev/null 2>&1 || true
+    "$admin_top/scripts/minicluster" down --dir "$admin_top/cluster" >/dev/null 2>&1 || true
     rm -rf "$admin_top"
   fi
 }
@@ -70,7 +70,8 @@ teardown() {
   chmod 0755 "$admin_top"
   root=$admin_top/root dir=$admin_top/cluster
   make -s -C "$DL_BUILD_DIR" install DESTDIR="$root" >/dev/null
-  cp "$DL_ROOT/scripts/minicluster" "$admin_top/minicluster"
+  # The scripts with the library they source.
+  cp -r "$DL_ROOT/scripts" "$admin_top/scripts"
   port=$((${DL_MINICLUSTER_PORT_BASE:-16800} + 1100))
   # Its daemons, and so its jobs and steps, see the source and build trees empty: a
   # tmpfs over each in their own mount namespace.
@@ -80,8 +81,8 @@ teardown() {
     cd /
     for d; do [ -d "$d" ] && mount -t tmpfs -o size=64k,mode=0755 hidden "$d"; done
     exec "$mc" up --installed "$root" --dir "$dir" --port-base "$port" --nodes 2' \
-    sh "$admin_top/minicluster" "$root" "$dir" "$port" "$DL_ROOT" "$DL_BUILD_DIR"
-  eval "$("$admin_top/minicluster" env --dir "$dir")"
+    sh "$admin_top/scripts/minicluster" "$root" "$dir" "$port" "$DL_ROOT" "$DL_BUILD_DIR"
+  eval "$("$admin_top/scripts/minicluster" env --dir "$dir")"
   ctld=$(cat "$dir/run/slurmctld.pid")
   hidden() { nsenter --mount="/proc/$ctld/ns/mnt" --wd="$admin_top" "$@"; }
   for d in "$DL_ROOT" "$DL_BUILD_DIR"; do [ -z "$(hidden sh -c 'ls -A "$1" 2>/dev/null' sh "$d")" ]; done
