@@ -187,21 +187,12 @@ UniqueFd connect_tcp(const std::string& address, std::uint16_t port,
   return fd;
 }
 
-bool tcp_answers(const std::string& host, std::uint16_t port, std::chrono::milliseconds timeout,
-                 std::string& why) {
-  addrinfo hints{};
-  hints.ai_socktype = SOCK_STREAM;
-  hints.ai_flags = AI_NUMERICSERV;
-  addrinfo* found = nullptr;
-  const std::string service = std::to_string(port);
-  if (const int rc = getaddrinfo(host.c_str(), service.c_str(), &hints, &found); rc != 0) {
-    why = fmt::format("{}: {}", host, gai_strerror(rc));
-    return false;
-  }
-  const AddrInfoPtr ai(found);
-  UniqueFd fd(socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+namespace {
+// One connection attempt to one address, bounded by `timeout`.
+bool connects(const addrinfo& ai, std::chrono::milliseconds timeout, std::string& why) {
+  UniqueFd fd(socket(ai.ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
   if (!fd) fail("create a TCP socket");
-  if (connect(fd.get(), ai->ai_addr, ai->ai_addrlen) == 0) return true;
+  if (connect(fd.get(), ai.ai_addr, ai.ai_addrlen) == 0) return true;
   if (errno != EINPROGRESS) {
     why = std::strerror(errno);
     return false;
@@ -219,6 +210,27 @@ bool tcp_answers(const std::string& host, std::uint16_t port, std::chrono::milli
   if (rc < 0 || getsockopt(fd.get(), SOL_SOCKET, SO_ERROR, &err, &len) != 0) err = errno;
   if (err != 0) why = std::strerror(err);
   return err == 0;
+}
+}  // namespace
+
+bool tcp_answers(const std::string& host, std::uint16_t port, std::chrono::milliseconds timeout,
+                 std::string& why) {
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_NUMERICSERV;
+  addrinfo* found = nullptr;
+  const std::string service = std::to_string(port);
+  if (const int rc = getaddrinfo(host.c_str(), service.c_str(), &hints, &found); rc != 0) {
+    why = fmt::format("{}: {}", host, gai_strerror(rc));
+    return false;
+  }
+  const AddrInfoPtr ai(found);
+  // Every address of the name, as a client does: "localhost" is ::1 first on Debian 13,
+  // and a slurmd may listen on IPv4 only.
+  for (const addrinfo* a = ai.get(); a; a = a->ai_next) {
+    if (connects(*a, timeout, why)) return true;
+  }
+  return false;
 }
 
 std::optional<Accepted> accept_connection(int listener) {
