@@ -104,3 +104,16 @@ plugstack_restore() {
   cp "$BATS_TEST_TMPDIR/plugstack.conf" "$(plugstack)"
   rm -f "$BATS_TEST_TMPDIR/plugstack.conf"
 }
+
+# What a one-node DL step uses, a line each: dlrun's path, slurm_dl's file, the libdlckpt
+# it maps, the spank_dl.so its slurmstepd maps, and the MPI type cli_filter/dl chose. Run
+# through the caller's `hidden` (a view of the cluster's mount namespace).
+step_uses() {
+  hidden timeout 60 srun -N1 --dl-gpus=1 sh -c 'command -v dlrun
+    /usr/bin/python3 -c "import slurm_dl, slurm_dl.ckpt as c
+c._lib()
+print(slurm_dl.__file__)
+print(*sorted({l.split()[-1] for l in open(\"/proc/self/maps\") if \"libdlckpt\" in l}))"
+    grep -o "/[^ ]*spank_dl.so" /proc/$PPID/maps | sort -u
+    echo "mpi=$SLURM_MPI_TYPE"'
+}

@@ -96,13 +96,7 @@ teardown() {
 
   # A step's dlrun, slurm_dl and libdlckpt, and the SPANK plugin in its slurmstepd, are
   # the installed ones (no --mpi: cli_filter/dl chooses PMIx for a DL step).
-  run hidden timeout 60 srun -N1 --dl-gpus=1 sh -c 'command -v dlrun
-    /usr/bin/python3 -c "import slurm_dl, slurm_dl.ckpt as c
-c._lib()
-print(slurm_dl.__file__)
-print(*sorted({l.split()[-1] for l in open(\"/proc/self/maps\") if \"libdlckpt\" in l}))"
-    grep -o "/[^ ]*spank_dl.so" /proc/$PPID/maps | sort -u
-    echo "mpi=$SLURM_MPI_TYPE"'
+  run step_uses
   echo "$output"
   [ "$status" -eq 0 ]
   [ "${lines[0]}" = "$root/usr/bin/dlrun" ]
