@@ -73,15 +73,22 @@ stack_key() {
   } | sha256sum | cut -c1-16
 }
 
-# Runs CMD in ROOT with /proc, /sys and /dev, in a private mount namespace.
-stack_chroot() {
-  local root=$1
-  shift
-  unshare --mount --propagation private -- /bin/sh -c '
-    r=$1; shift
-    mount --rbind /proc "$r/proc" && mount --rbind /sys "$r/sys" && mount --rbind /dev "$r/dev" &&
-      exec chroot "$r" /usr/bin/env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
-        HOME=/root LANG=C.UTF-8 DEBIAN_FRONTEND=noninteractive "$@"' sh "$root" "$@"
+# Runs CMD in ROOT (exec) in a private mount namespace, with /proc, /sys, /dev and the N
+# directories DIR... at the same paths, and no environment but PATH, LANG and VAR=VALUE...:
+#   stack_enter ROOT N DIR... [VAR=VALUE...] CMD...
+stack_enter() {
+  exec unshare --mount --propagation private -- /bin/bash -c '
+    r=$1 n=$2; shift 2
+    # The root a mount point of its own: "ip netns add" and "unshare --propagation" change
+    # the propagation of /, which must be a mount point.
+    mount --bind "$r" "$r" || exit 1
+    mount --rbind /proc "$r/proc" && mount --rbind /sys "$r/sys" && mount --rbind /dev "$r/dev" || exit 1
+    for ((i = 0; i < n; i++)); do
+      d=$1; shift
+      mkdir -p "$r$d" && mount --rbind "$d" "$r$d" || exit 1
+    done
+    exec chroot "$r" /usr/bin/env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+      LANG=C.UTF-8 "$@"' sh "$@"
 }
 
 stack_make_root() {
@@ -102,12 +109,12 @@ stack_make_root() {
   printf '#!/bin/sh\nexit 101\n' >"$dir/root.new/usr/sbin/policy-rc.d"
   chmod 0755 "$dir/root.new/usr/sbin/policy-rc.d"
   # shellcheck disable=SC2046
-  stack_chroot "$dir/root.new" sh -c 'apt-get update -qq && apt-get install -y -qq --no-install-recommends "$@"' \
-    sh $(stack_packages "$name" torch) >"$dir/install.log" 2>&1 || {
+  (stack_enter "$dir/root.new" 0 HOME=/root DEBIAN_FRONTEND=noninteractive \
+    sh -c 'apt-get update -qq && apt-get install -y -qq --no-install-recommends "$@" && apt-get clean' \
+    sh $(stack_packages "$name" torch)) >"$dir/install.log" 2>&1 || {
     tail -n 30 "$dir/install.log" >&2
     return 1
   }
-  stack_chroot "$dir/root.new" apt-get clean
 }
 
 # The host's test users and munge key, at the same ids in the root: files under the shared
@@ -163,18 +170,7 @@ stack_exec() {
   done
   while IFS= read -r d; do vars+=("$d"); done < <(env | grep -E '^(DL_[A-Z0-9_]*|SLURM_CONF|CI|TERM|BATS_[A-Z_]*)=' || true)
   vars+=("HOME=${HOME:-/root}" "DL_BUILD_DIR=${DL_BUILD_DIR:-$(stack_builddir "$name")}" "DL_STACK=$name")
-  exec unshare --mount --propagation private -- /bin/bash -c '
-    r=$1 n=$2; shift 2
-    # The root a mount point of its own: "ip netns add" and "unshare --propagation" change
-    # the propagation of /, which must be a mount point.
-    mount --bind "$r" "$r" || exit 1
-    mount --rbind /proc "$r/proc" && mount --rbind /sys "$r/sys" && mount --rbind /dev "$r/dev" || exit 1
-    for ((i = 0; i < n; i++)); do
-      d=$1; shift
-      mkdir -p "$r$d" && mount --rbind "$d" "$r$d" || exit 1
-    done
-    exec chroot "$r" /usr/bin/env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
-      LANG=C.UTF-8 "$@"' sh "$root" "${#binds[@]}" "${binds[@]}" \
+  stack_enter "$root" "${#binds[@]}" "${binds[@]}" \
     "${vars[@]}" /bin/sh -c 'cd "$1" && shift && exec "$@"' sh "$PWD" "$@"
 }
 
