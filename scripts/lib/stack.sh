@@ -130,6 +130,17 @@ stack_sync_users() {
   done
 }
 
+# The host's own name resolves in the root as it does on the host (slurmctld, slurmd and
+# munged look it up).
+stack_sync_hostname() {
+  local root=$1 name line
+  name=$(hostname)
+  awk -v n="$name" '{ for (i = 2; i <= NF; i++) if ($i == n) found = 1 } END { exit !found }' \
+    "$root/etc/hosts" && return 0
+  line=$(getent hosts "$name") || return 0
+  echo "$line" >>"$root/etc/hosts"
+}
+
 stack_ensure() {
   local name=$1 dir key
   [ "$name" != "$(stack_of_host)" ] || return 0
@@ -152,6 +163,7 @@ stack_ensure() {
       echo "$key" >"$dir/key"
     fi
     stack_sync_users "$dir/root"
+    stack_sync_hostname "$dir/root"
   ) 9>"$dir.lock"
 }
 
