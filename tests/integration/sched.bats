@@ -391,7 +391,7 @@ preempted_by_high() {
     # (Later, the job's fate is Slurm's: 24.11 killed this often may recover it as a job
     # that never ran, which the ledger rightly drops.)
     [ "$(grep -c 'dl: site_factor: service of [0-9]* jobs restored' "$log")" -gt "$restored" ]
-    [ $first = 0 ] || tail -n 1 < <(grep 'jobs restored' "$log") | grep -q 'service of 1 jobs'
+    [ $first = 0 ] || tail -n 1 < <(grep 'jobs restored' "$log") | grep -q 'service of [1-9][0-9]* jobs'
     first=0
     sleep "$delay"
   done
