@@ -1,7 +1,6 @@
 // Saving: Checkpointer (sync and async), the commit protocol and retention.
 #include <dl/ckpt.h>
 #include <fmt/format.h>
-#include <pwd.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -24,6 +23,7 @@
 #include "core/log.h"
 #include "core/parse.h"
 #include "core/sysio.h"
+#include "core/user_db.h"
 
 namespace dl::ckpt {
 namespace {
@@ -39,11 +39,8 @@ unsigned env_uint(const char* name, std::uint64_t min, std::uint64_t max, unsign
 }
 
 std::string user_name(uid_t uid) {
-  std::vector<char> buf(16384);
-  struct passwd pw;
-  struct passwd* found = nullptr;
-  if (::getpwuid_r(uid, &pw, buf.data(), buf.size(), &found) != 0 || found == nullptr) return "";
-  return pw.pw_name;
+  const auto user = lookup_user(uid);
+  return user ? user->name : "";
 }
 
 std::string default_run_id(unsigned world_size) {

@@ -20,29 +20,18 @@ using nlohmann::json;
 // user's metadata) must be refused before it is ever serialized again.
 constexpr int kMaxJsonDepth = 64;
 
-int nesting_depth(std::string_view text) {
-  int depth = 0;
-  int max_depth = 0;
-  bool in_string = false;
-  bool escaped = false;
-  for (char c : text) {
-    if (in_string) {
-      if (escaped) {
-        escaped = false;
-      } else if (c == '\\') {
-        escaped = true;
-      } else if (c == '"') {
-        in_string = false;
-      }
-    } else if (c == '"') {
-      in_string = true;
-    } else if (c == '[' || c == '{') {
-      max_depth = std::max(max_depth, ++depth);
-    } else if (c == ']' || c == '}') {
-      --depth;
+struct TooDeep {};
+
+// json::parse, throwing TooDeep as soon as a container opens deeper than kMaxJsonDepth.
+json parse_bounded(std::string_view text) {
+  return json::parse(text, [](int depth, json::parse_event_t event, json&) {
+    // `depth`: the containers around this one.
+    if ((event == json::parse_event_t::object_start || event == json::parse_event_t::array_start) &&
+        depth >= kMaxJsonDepth) {
+      throw TooDeep{};
     }
-  }
-  return max_depth;
+    return true;
+  });
 }
 
 // Where a value is in the document, for error messages: "tensors[3].pieces[0].offset".
@@ -223,12 +212,11 @@ std::string metrics_json(const std::map<std::string, double>& metrics) {
 }
 
 std::string compact_json_object(std::string_view text, std::string_view what) {
-  if (nesting_depth(text) > kMaxJsonDepth) {
-    throw InputError(fmt::format("{}: JSON nested deeper than {} levels", what, kMaxJsonDepth));
-  }
   json doc;
   try {
-    doc = json::parse(text);
+    doc = parse_bounded(text);
+  } catch (const TooDeep&) {
+    throw InputError(fmt::format("{}: JSON nested deeper than {} levels", what, kMaxJsonDepth));
   } catch (const json::parse_error& e) {
     throw InputError(fmt::format("{}: not valid JSON (byte {})", what, e.byte));
   }
@@ -313,12 +301,11 @@ std::string manifest_to_json(const Manifest& m) {
 namespace {
 
 Manifest parse_manifest(std::string_view text, std::string_view path, bool fragment) {
-  if (nesting_depth(text) > kMaxJsonDepth) {
-    throw CorruptError(fmt::format("{}: JSON nested deeper than {} levels", path, kMaxJsonDepth));
-  }
   json doc;
   try {
-    doc = json::parse(text);
+    doc = parse_bounded(text);
+  } catch (const TooDeep&) {
+    throw CorruptError(fmt::format("{}: JSON nested deeper than {} levels", path, kMaxJsonDepth));
   } catch (const json::parse_error& e) {
     throw CorruptError(fmt::format("{}: not valid JSON (byte {})", path, e.byte));
   }
@@ -414,8 +401,12 @@ void validate_manifest(const Manifest& m, std::string_view path, bool fragment) 
     }
   }
   for (const std::string* object : {&m.hyperparameters, &m.user_metadata}) {
-    if (nesting_depth(*object) > kMaxJsonDepth) {
+    try {
+      parse_bounded(*object);
+    } catch (const TooDeep&) {
       fail(path, "metadata", fmt::format("JSON nested deeper than {} levels", kMaxJsonDepth));
+    } catch (const json::parse_error& e) {
+      fail(path, "metadata", fmt::format("not valid JSON (byte {})", e.byte));
     }
   }
   if (fragment ? m.shards.size() != 1 : m.shards.size() != m.world_size) {

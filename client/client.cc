@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "client/channel.h"
+#include "client/decision_file.h"
 #include "client/journal.h"
 
 namespace dl {
@@ -301,25 +302,15 @@ std::string env_or_empty(const char* name) {
   return v == nullptr ? std::string() : std::string(v);
 }
 
-// The words of a dl-search decision file ("continue RUNG BUDGET" or "end"), or none.
-std::vector<std::string> read_decision(const std::string& path) {
-  std::vector<std::string> words;
+// A dl-search decision file's text (client/decision_file.h), or nullopt while it does not
+// exist.
+std::optional<std::string> read_decision(const std::string& path) {
   FILE* f = std::fopen(path.c_str(), "re");
-  if (f == nullptr) return words;
+  if (f == nullptr) return std::nullopt;
   char buf[128];
-  const std::size_t n = std::fread(buf, 1, sizeof buf - 1, f);
+  const std::size_t n = std::fread(buf, 1, sizeof buf, f);
   std::fclose(f);
-  buf[n] = '\0';
-  std::string w;
-  for (std::size_t i = 0; i <= n; ++i) {
-    if (i == n || std::isspace(static_cast<unsigned char>(buf[i]))) {
-      if (!w.empty()) words.push_back(w);
-      w.clear();
-    } else {
-      w += buf[i];
-    }
-  }
-  return words;
+  return std::string(buf, n);
 }
 
 // <DL_SEARCH_DECISIONS>/<trial>.<job>.r<rung>, or "" without them.
@@ -328,10 +319,8 @@ std::string decision_path(long long rung) {
   const std::string trial = env_or_empty("DL_SEARCH_TRIAL");
   const std::string job = env_or_empty("SLURM_JOB_ID");
   if (dir.empty() || trial.empty() || job.empty() || rung < 0) return "";
-  return dir + "/" + trial + "." + job + ".r" + std::to_string(rung);
+  return dir + "/" + decision::file_name(trial, job, rung);
 }
-
-bool is_continue(const std::vector<std::string>& w) { return w.size() == 3 && w[0] == "continue"; }
 
 // (rung, budget) of this run, followed along the decisions to continue in this job.
 std::pair<long long, long long> rung_and_budget() {
@@ -350,10 +339,11 @@ std::pair<long long, long long> rung_and_budget() {
   for (;;) {
     const std::string path = decision_path(rung);
     if (path.empty()) break;
-    const auto w = read_decision(path);
-    if (!is_continue(w)) break;
-    rung = std::stoll(w[1]);
-    budget = std::stoll(w[2]);
+    const auto text = read_decision(path);
+    const auto next = text ? decision::parse(*text) : std::nullopt;
+    if (!next) break;
+    rung = next->rung;
+    budget = next->budget;
   }
   return {rung, budget};
 }
@@ -384,25 +374,24 @@ std::optional<std::int64_t> next_max_steps() {
     if (FILE* f = std::fopen(tmp.c_str(), "we")) {
       std::fprintf(f, "%lld\n", budget - 1);
       std::fclose(f);
-      ::rename(tmp.c_str(), (path + ".wait").c_str());
+      ::rename(tmp.c_str(), (path + std::string(decision::kWaitSuffix)).c_str());
     }
   }
   const std::string wait = env_or_empty("DL_SEARCH_WAIT");
   const auto limit = std::chrono::steady_clock::now() +
                      std::chrono::milliseconds(static_cast<long long>(
                          1000 * (wait.empty() ? 3.0 : std::atof(wait.c_str()))));
-  auto words = read_decision(path);
-  while (words.empty() && std::chrono::steady_clock::now() < limit) {
+  auto text = read_decision(path);
+  while (!text && std::chrono::steady_clock::now() < limit) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    words = read_decision(path);
+    text = read_decision(path);
   }
-  if (words.empty()) {
+  if (!text) {
     // No decision in time: "end", unless the driver's came first (link is atomic).
     const std::string tmp = path + ".end." + std::to_string(::getpid());
     const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
     if (fd >= 0) {
-      const char end_text[] = "end\n";
-      if (::write(fd, end_text, sizeof end_text - 1) < 0) {
+      if (::write(fd, decision::kEnd.data(), decision::kEnd.size()) < 0) {
       }
       ::fsync(fd);
       ::close(fd);
@@ -412,12 +401,13 @@ std::optional<std::int64_t> next_max_steps() {
       }
       ::unlink(tmp.c_str());
     }
-    words = read_decision(path);
+    text = read_decision(path);
   }
-  if (!is_continue(words)) return std::nullopt;
-  ::setenv("DL_SEARCH_RUNG", words[1].c_str(), 1);
-  ::setenv("DL_MAX_STEPS", words[2].c_str(), 1);
-  return std::stoll(words[2]);
+  const auto next = text ? decision::parse(*text) : std::nullopt;
+  if (!next) return std::nullopt;
+  ::setenv("DL_SEARCH_RUNG", std::to_string(next->rung).c_str(), 1);
+  ::setenv("DL_MAX_STEPS", std::to_string(next->budget).c_str(), 1);
+  return next->budget;
 }
 
 void checkpoint_done(std::int64_t step) {

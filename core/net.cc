@@ -61,7 +61,7 @@ std::uint16_t port_of(int fd) {
 
 std::string local_address_towards(const std::string& peer) {
   const AddrInfoPtr ai = numeric_address(peer, 9, SOCK_DGRAM);
-  UniqueFd fd(socket(ai->ai_family, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+  sys::Fd fd(socket(ai->ai_family, SOCK_DGRAM | SOCK_CLOEXEC, 0));
   if (!fd) fail("create a UDP socket");
   if (connect(fd.get(), ai->ai_addr, ai->ai_addrlen) != 0) {
     fail(fmt::format("find a route to {}", peer));
@@ -109,7 +109,7 @@ std::string interface_of(const std::string& address) {
 }
 
 bool tcp_port_free(std::uint16_t port) {
-  UniqueFd fd(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  sys::Fd fd(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
   if (!fd) fail("create a TCP socket");
   const int one = 1;
   setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
@@ -156,10 +156,10 @@ std::string resolve(const std::string& host) {
   return numeric_host(ai->ai_addr, ai->ai_addrlen);
 }
 
-UniqueFd connect_tcp(const std::string& address, std::uint16_t port,
-                     std::chrono::milliseconds timeout) {
+sys::Fd connect_tcp(const std::string& address, std::uint16_t port,
+                    std::chrono::milliseconds timeout) {
   const AddrInfoPtr ai = numeric_address(address, port, SOCK_STREAM);
-  UniqueFd fd(socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+  sys::Fd fd(socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
   if (!fd) fail("create a TCP socket");
   const std::string where = fmt::format("{}:{}", address, port);
   if (connect(fd.get(), ai->ai_addr, ai->ai_addrlen) != 0) {
@@ -190,7 +190,7 @@ UniqueFd connect_tcp(const std::string& address, std::uint16_t port,
 namespace {
 // One connection attempt to one address, bounded by `timeout`.
 bool connects(const addrinfo& ai, std::chrono::milliseconds timeout, std::string& why) {
-  UniqueFd fd(socket(ai.ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+  sys::Fd fd(socket(ai.ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
   if (!fd) fail("create a TCP socket");
   if (connect(fd.get(), ai.ai_addr, ai.ai_addrlen) == 0) return true;
   if (errno != EINPROGRESS) {

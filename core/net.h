@@ -8,7 +8,7 @@
 #include <string>
 #include <string_view>
 
-#include "core/unique_fd.h"
+#include "core/sysio.h"
 
 namespace dl::net {
 
@@ -27,7 +27,7 @@ std::string interface_of(const std::string& address);
 bool tcp_port_free(std::uint16_t port);
 
 struct Listener {
-  UniqueFd fd;
+  sys::Fd fd;
   std::uint16_t port = 0;
 };
 
@@ -41,8 +41,8 @@ std::string resolve(const std::string& host);
 
 // Connects within `timeout`; the socket is then blocking, with TCP keepalive so that a
 // silently dead peer (a node gone) is noticed within seconds.
-UniqueFd connect_tcp(const std::string& address, std::uint16_t port,
-                     std::chrono::milliseconds timeout);
+sys::Fd connect_tcp(const std::string& address, std::uint16_t port,
+                    std::chrono::milliseconds timeout);
 
 // Whether a TCP connection to `host` (a name or an address) and `port` is accepted within
 // `timeout` (a node's slurmd, say): false, with the reason in `why`, when the name does
@@ -52,7 +52,7 @@ bool tcp_answers(const std::string& host, std::uint16_t port, std::chrono::milli
                  std::string& why);
 
 struct Accepted {
-  UniqueFd fd;
+  sys::Fd fd;
   std::string peer;  // the numeric address and port it came from
 };
 

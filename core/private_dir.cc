@@ -2,7 +2,6 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
-#include <pwd.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -12,7 +11,8 @@
 
 #include "core/error.h"
 #include "core/parse.h"
-#include "core/unique_fd.h"
+#include "core/sysio.h"
+#include "core/user_db.h"
 
 namespace dl {
 namespace {
@@ -32,27 +32,17 @@ std::string join_path(const std::vector<std::string>& parts, std::size_t n) {
   throw SystemError(fmt::format("couldn't {} {}: {}", call, path, std::strerror(errno)));
 }
 
-std::string owner_name(uid_t uid) {
-  std::vector<char> buf(16384);
-  struct passwd pw;
-  struct passwd* found = nullptr;
-  if (::getpwuid_r(uid, &pw, buf.data(), buf.size(), &found) == 0 && found != nullptr) {
-    return fmt::format("{} (uid {})", pw.pw_name, uid);
-  }
-  return fmt::format("uid {}", uid);
-}
-
 // Another user who owns a directory on the way, or may write to it, could rename or
 // replace what lies below it (the job's directory) between checks and uses.
 void check_component(const struct stat& st, const std::string& path, uid_t uid, bool last) {
   if (last ? st.st_uid != uid : st.st_uid != uid && st.st_uid != 0) {
     throw InputError(fmt::format("{} belongs to {}, not to the job's user {}; refusing to use it",
-                                 path, owner_name(st.st_uid), owner_name(uid)));
+                                 path, describe_user(st.st_uid), describe_user(uid)));
   }
   if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
     throw InputError(fmt::format(
         "{} (owner {}, mode {:04o}) is writable by other users; refusing to use it (chmod go-w)",
-        path, owner_name(st.st_uid), st.st_mode & 07777));
+        path, describe_user(st.st_uid), st.st_mode & 07777));
   }
 }
 
@@ -81,7 +71,7 @@ void walk(const std::string& dir, const std::vector<std::string>& roots, uid_t u
   }
 
   const std::string root = join_path(target, root_len);
-  UniqueFd fd(::open(root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  sys::Fd fd(::open(root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (!fd) {
     if (errno == ENOENT) {
       if (!create) return;
@@ -101,7 +91,7 @@ void walk(const std::string& dir, const std::vector<std::string>& roots, uid_t u
     throw InputError(fmt::format(
         "checkpoint root {} (owner {}, mode {:04o}) is writable by other users without the "
         "sticky bit; an administrator must chmod +t or go-w it",
-        root, owner_name(st.st_uid), st.st_mode & 07777));
+        root, describe_user(st.st_uid), st.st_mode & 07777));
   }
   for (std::size_t i = root_len; i < target.size(); ++i) {
     const std::string& name = target[i];
@@ -111,15 +101,14 @@ void walk(const std::string& dir, const std::vector<std::string>& roots, uid_t u
         fail_errno("create directory", path);
       }
     }
-    UniqueFd next(
-        ::openat(fd.get(), name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    sys::Fd next(::openat(fd.get(), name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
     if (!next) {
       const int err = errno;
       struct stat lst;
       if (::fstatat(fd.get(), name.c_str(), &lst, AT_SYMLINK_NOFOLLOW) == 0) {
         if (S_ISLNK(lst.st_mode)) {
           throw InputError(fmt::format("{} is a symbolic link (owner {}); refusing to follow it",
-                                       path, owner_name(lst.st_uid)));
+                                       path, describe_user(lst.st_uid)));
         }
         if (!S_ISDIR(lst.st_mode)) throw InputError(fmt::format("{} is not a directory", path));
       }
@@ -133,7 +122,7 @@ void walk(const std::string& dir, const std::vector<std::string>& roots, uid_t u
   }
   if (root_len == target.size() && st.st_uid != uid) {
     throw InputError(fmt::format("{} belongs to {}, not to the job's user {}", dir,
-                                 owner_name(st.st_uid), owner_name(uid)));
+                                 describe_user(st.st_uid), describe_user(uid)));
   }
 }
 

@@ -77,15 +77,18 @@ Fd::Fd(Fd&& other) noexcept : fd_(std::exchange(other.fd_, -1)), path_(std::move
 
 Fd& Fd::operator=(Fd&& other) noexcept {
   if (this != &other) {
-    if (fd_ >= 0) calls().close(fd_);
-    fd_ = std::exchange(other.fd_, -1);
+    reset(std::exchange(other.fd_, -1));
     path_ = std::move(other.path_);
   }
   return *this;
 }
 
-Fd::~Fd() {
+Fd::~Fd() { reset(); }
+
+void Fd::reset(int fd) noexcept {
   if (fd_ >= 0) calls().close(fd_);
+  fd_ = fd;
+  path_.clear();
 }
 
 void Fd::close() {

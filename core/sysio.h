@@ -13,6 +13,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace dl::sys {
@@ -47,11 +48,13 @@ class ScopedCalls {
   Calls saved_;
 };
 
-// A file descriptor, closed on destruction (errors ignored there: call close() to see
-// them, which matters on filesystems that report write errors at close).
+// The owner of a file descriptor (move-only), closed on destruction (errors ignored
+// there: call close() to see them, which matters on filesystems that report write errors
+// at close). `path` names it in messages.
 class Fd {
  public:
   Fd() = default;
+  explicit Fd(int fd) : fd_(fd) {}
   Fd(int fd, std::string path) : fd_(fd), path_(std::move(path)) {}
   Fd(Fd&& other) noexcept;
   Fd& operator=(Fd&& other) noexcept;
@@ -60,8 +63,13 @@ class Fd {
   ~Fd();
 
   int get() const { return fd_; }
+  explicit operator bool() const { return fd_ >= 0; }
   const std::string& path() const { return path_; }
   void close();
+  // Gives the descriptor up without closing it.
+  int release() { return std::exchange(fd_, -1); }
+  // Closes the descriptor it holds (errors ignored) and takes `fd`, with no path.
+  void reset(int fd = -1) noexcept;
 
  private:
   int fd_ = -1;

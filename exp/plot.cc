@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "core/error.h"
+#include "core/process.h"
 
 namespace dl::exp {
 namespace {
@@ -132,24 +133,18 @@ std::string plot_script(const std::string& experiment, const std::string& metric
 }
 
 void run_gnuplot(const std::string& script_file) {
-  const pid_t pid = ::fork();
-  if (pid < 0) throw SystemError(std::string("couldn't fork for gnuplot: ") + std::strerror(errno));
-  if (pid == 0) {
-    char* const argv[] = {const_cast<char*>("gnuplot"), const_cast<char*>(script_file.c_str()),
-                          nullptr};
-    ::execvp("gnuplot", argv);
-    std::fprintf(stderr, "dl-exp: couldn't run gnuplot: %s (install gnuplot-nox)\n",
-                 std::strerror(errno));
-    ::_exit(127);
+  CommandSpec spec;
+  spec.argv = {"gnuplot", script_file};
+  spec.capture = false;
+  CommandResult r;
+  try {
+    r = run_command(spec);
+  } catch (const SystemError& e) {
+    throw SystemError(fmt::format("{} (install gnuplot-nox)", e.what()));
   }
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0) {
-    if (errno != EINTR) throw SystemError("couldn't wait for gnuplot");
-  }
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-    throw SystemError(fmt::format(
-        "gnuplot failed ({}) on {}",
-        WIFEXITED(status) ? fmt::format("exit {}", WEXITSTATUS(status)) : "killed", script_file));
+  if (!WIFEXITED(r.status) || WEXITSTATUS(r.status) != 0) {
+    throw SystemError(
+        fmt::format("gnuplot failed ({}) on {}", describe_wait_status(r.status), script_file));
   }
 }
 

@@ -2,10 +2,7 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
-#include <poll.h>
-#include <pwd.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -17,22 +14,36 @@
 #include <cstring>
 #include <limits>
 #include <set>
+#include <stdexcept>
 #include <thread>
 
+#include "client/decision_file.h"
 #include "core/error.h"
 #include "core/private_dir.h"
+#include "core/process.h"
 #include "core/sysio.h"
+#include "core/user_db.h"
 #include "exp/journal.h"
 #include "exp/lock_file.h"
 #include "exp/store.h"
 #include "exp/writer.h"
 
-extern char** environ;
-
 namespace dl::exp::search {
 
 using namespace dl::sys;  // files: join, open_file, list_dir, ...
 using nlohmann::json;
+
+// The journal's names of the searcher's events.
+NLOHMANN_JSON_SERIALIZE_ENUM(Event::Kind, {{Event::Kind::created, "created"},
+                                           {Event::Kind::started, "started"},
+                                           {Event::Kind::reported, "reported"},
+                                           {Event::Kind::finished, "finished"},
+                                           {Event::Kind::failed, "failed"},
+                                           {Event::Kind::stopped, "stopped"},
+                                           {Event::Kind::paused, "paused"},
+                                           {Event::Kind::held, "held"},
+                                           {Event::Kind::resumed, "resumed"},
+                                           {Event::Kind::rung_done, "rung_done"}})
 
 namespace {
 
@@ -47,69 +58,11 @@ struct Output {
 // Runs argv[0] (found on PATH) with the environment plus `env` ("NAME=value"), and
 // returns its exit code and output.
 Output run_command(const std::vector<std::string>& argv, const std::vector<std::string>& env = {}) {
-  int out_pipe[2], err_pipe[2];
-  if (::pipe2(out_pipe, O_CLOEXEC) != 0)
-    throw SystemError(std::string("pipe: ") + std::strerror(errno));
-  if (::pipe2(err_pipe, O_CLOEXEC) != 0) {
-    ::close(out_pipe[0]);
-    ::close(out_pipe[1]);
-    throw SystemError(std::string("pipe: ") + std::strerror(errno));
-  }
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_adddup2(&fa, out_pipe[1], 1);
-  posix_spawn_file_actions_adddup2(&fa, err_pipe[1], 2);
-  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-  std::vector<char*> args;
-  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  std::vector<std::string> names;
-  for (const auto& e : env) names.push_back(e.substr(0, e.find('=') + 1));
-  std::vector<char*> envp;
-  for (char** e = environ; *e; ++e) {
-    const std::string_view v(*e);
-    const bool replaced = std::any_of(names.begin(), names.end(),
-                                      [&](const std::string& n) { return v.rfind(n, 0) == 0; });
-    if (!replaced) envp.push_back(*e);
-  }
-  for (const auto& e : env) envp.push_back(const_cast<char*>(e.c_str()));
-  envp.push_back(nullptr);
-  pid_t pid = -1;
-  const int rc = posix_spawnp(&pid, argv[0].c_str(), &fa, nullptr, args.data(), envp.data());
-  posix_spawn_file_actions_destroy(&fa);
-  ::close(out_pipe[1]);
-  ::close(err_pipe[1]);
-  Output o;
-  if (rc != 0) {
-    ::close(out_pipe[0]);
-    ::close(err_pipe[0]);
-    throw SystemError(fmt::format("couldn't run {}: {}", argv[0], std::strerror(rc)));
-  }
-  pollfd fds[2] = {{out_pipe[0], POLLIN, 0}, {err_pipe[0], POLLIN, 0}};
-  int open = 2;
-  char buf[4096];
-  while (open > 0) {
-    if (::poll(fds, 2, -1) < 0) {
-      if (errno == EINTR) continue;
-      break;
-    }
-    for (int i = 0; i < 2; ++i) {
-      if (fds[i].fd < 0 || (fds[i].revents & (POLLIN | POLLHUP | POLLERR)) == 0) continue;
-      const ssize_t n = ::read(fds[i].fd, buf, sizeof buf);
-      if (n > 0) {
-        (i == 0 ? o.out : o.err).append(buf, static_cast<std::size_t>(n));
-      } else if (n == 0 || errno != EINTR) {
-        ::close(fds[i].fd);
-        fds[i].fd = -1;
-        --open;
-      }
-    }
-  }
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  o.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return o;
+  CommandSpec spec;
+  spec.argv = argv;
+  spec.env = env;
+  const CommandResult r = dl::run_command(spec);
+  return {WIFEXITED(r.status) ? WEXITSTATUS(r.status) : -1, r.out, r.err};
 }
 
 std::string trim(std::string s) {
@@ -159,9 +112,7 @@ std::vector<json> records_of(const std::string& path) {
 }
 
 json event_json(const Event& e) {
-  static const char* kinds[] = {"created", "started", "reported", "finished", "failed",
-                                "stopped", "paused",  "held",     "resumed",  "rung_done"};
-  json j = {{"kind", kinds[static_cast<int>(e.kind)]},
+  json j = {{"kind", e.kind},
             {"trial", e.trial},
             {"step", e.step},
             {"value", e.value},
@@ -171,14 +122,12 @@ json event_json(const Event& e) {
 }
 
 Event event_of(const json& j) {
-  static const std::map<std::string, Event::Kind> kinds = {
-      {"created", Event::Kind::created},   {"started", Event::Kind::started},
-      {"reported", Event::Kind::reported}, {"finished", Event::Kind::finished},
-      {"failed", Event::Kind::failed},     {"stopped", Event::Kind::stopped},
-      {"paused", Event::Kind::paused},     {"held", Event::Kind::held},
-      {"resumed", Event::Kind::resumed},   {"rung_done", Event::Kind::rung_done}};
   Event e;
-  e.kind = kinds.at(j.at("kind").get<std::string>());
+  e.kind = j.at("kind").get<Event::Kind>();
+  // nlohmann maps a name it does not know to the first kind.
+  if (json(e.kind) != j.at("kind")) {
+    throw std::out_of_range(fmt::format("unknown event kind {}", j.at("kind").dump()));
+  }
   e.trial = j.at("trial").get<std::string>();
   e.step = j.value("step", std::int64_t{0});
   e.value = j.value("value", 0.0);
@@ -191,7 +140,7 @@ Event event_of(const json& j) {
 
 std::string decision_path(const std::string& dir, const std::string& trial, const std::string& job,
                           int rung) {
-  return join(dir, fmt::format("{}.{}.r{}", trial, job, rung));
+  return join(dir, decision::file_name(trial, job, rung));
 }
 
 // Creates the decision file `path` with `text` unless it exists (link(2): atomic, so the
@@ -322,16 +271,9 @@ void check_owner(const std::string& root, const std::string& experiment) {
     throw SystemError(fmt::format("couldn't stat {}: {}", dir, std::strerror(errno)));
   }
   if (st.st_uid == ::geteuid()) return;
-  std::string owner = std::to_string(st.st_uid);
-  std::vector<char> buf(16384);
-  passwd pw;
-  passwd* found = nullptr;
-  if (::getpwuid_r(st.st_uid, &pw, buf.data(), buf.size(), &found) == 0 && found != nullptr) {
-    owner = fmt::format("{} (uid {})", found->pw_name, st.st_uid);
-  }
   throw InputError(fmt::format(
       "experiment '{}' in {} belongs to {}; only its owner can pause, resume or stop it",
-      experiment, root, owner));
+      experiment, root, describe_user(st.st_uid)));
 }
 
 }  // namespace
@@ -623,7 +565,7 @@ class Driver {
         // A continuation: its decision file says whether the job went on.
         const std::string path = decision_path(decisions_, op.trial, it->second, op.rung - 1);
         if (!decisions_.empty() && file_type(path) == FileType::file &&
-            read_file(path, 4096).rfind("continue", 0) == 0) {
+            decision::parse(read_file(path, 4096))) {
           say(fmt::format("{}: job {} continues to rung {} (decided before the restart)", op.trial,
                           it->second, op.rung));
           append({{"kind", "search"},
@@ -937,13 +879,14 @@ class Driver {
   bool rung_done_in_job(const Op& op, const std::string& job, bool search_runs) {
     if (decisions_.empty()) return false;
     const std::string path = decision_path(decisions_, op.trial, job, op.rung);
-    if (file_type(path + ".wait") != FileType::file || file_type(path) == FileType::file) {
+    if (file_type(path + std::string(decision::kWaitSuffix)) != FileType::file ||
+        file_type(path) == FileType::file) {
       return false;  // not waiting, or decided already
     }
     const Trial* t = searcher_.find(op.trial);
     if (!search_runs || t == nullptr || t->pause != Pause::none ||
         static_cast<std::size_t>(op.rung) + 1 >= searcher_.rungs().size()) {
-      decide(path, "end\n");
+      decide(path, std::string(decision::kEnd));
       return false;
     }
     std::optional<double> value;
@@ -967,7 +910,7 @@ class Driver {
     if (next.empty() || !next.front().in_job || !why_not_continue(next.front(), job).empty()) {
       // Its value ranks the rung from now on, not only once its job has ended: the trials
       // ending the same rung a moment later are decided with it.
-      if (decide(path, "end\n").rfind("end", 0) == 0) {
+      if (!decision::parse(decide(path, std::string(decision::kEnd)))) {
         feed({reported, {Event::Kind::rung_done, op.trial, 0, 0, ""}});
       }
       return false;
@@ -1024,7 +967,7 @@ class Driver {
     std::string why;
     if (file_type(path) != FileType::file) {
       why = why_not_continue(op, job);
-      if (!why.empty()) decide(path, "end\n");
+      if (!why.empty()) decide(path, std::string(decision::kEnd));
     }
     if (why.empty()) {
       // The intent first: a driver killed after the decision finds the job by it.
@@ -1035,8 +978,7 @@ class Driver {
               {"continue_job", job}});
       intent_[op.index] = now_seconds();
       in_job_intent_[op.index] = job;
-      if (decide(path, fmt::format("continue {} {}\n", op.rung, op.budget)).rfind("continue", 0) ==
-          0) {
+      if (decision::parse(decide(path, decision::continue_text(op.rung, op.budget)))) {
         // Fault injection for the tests: die like `kill -9` right after the decision,
         // before its record: the restarted driver must take the job as this run's.
         if (std::getenv("DL_SEARCH_KILL_AFTER_CONTINUE") != nullptr) ::raise(SIGKILL);

@@ -28,7 +28,7 @@ ChannelFile ChannelFile::create(const std::string& name) {
   const auto fail = [&](const char* what) {
     return SystemError(fmt::format("couldn't {} {}: {}", what, path, std::strerror(errno)));
   };
-  UniqueFd fd(open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
+  sys::Fd fd(open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
   if (!fd) throw fail("create");
   if (ftruncate(fd.get(), channel::kSize) != 0) {
     const SystemError e = fail("size");

@@ -8,7 +8,6 @@
 #include <utility>
 
 #include "client/channel.h"
-#include "core/unique_fd.h"
 
 namespace dl {
 

@@ -60,14 +60,14 @@ const char* unusable_request_signal(int sig) {
   }
 }
 
-UniqueFd own_signals() {
+sys::Fd own_signals() {
   sigset_t set;
   sigemptyset(&set);
   for (const int sig : kOwnedSignals) sigaddset(&set, sig);
   if (sigprocmask(SIG_BLOCK, &set, nullptr) != 0) {
     throw SystemError("couldn't block the signals dlrun owns");
   }
-  UniqueFd fd(signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC));
+  sys::Fd fd(signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC));
   if (!fd) throw SystemError("couldn't create a signalfd");
   return fd;
 }
@@ -183,7 +183,7 @@ std::chrono::milliseconds duration_option(const char* option, const std::string&
 int run(int argc, char** argv) {
   Inherited inherited;
   inherited.fds = open_fds();
-  UniqueFd signals = own_signals();
+  sys::Fd signals = own_signals();
   for (char** e = environ; *e; ++e) inherited.env.emplace_back(*e);
 
   CLI::App app{
@@ -192,28 +192,36 @@ int run(int argc, char** argv) {
       "dlrun"};
   app.prefix_command();
   app.set_version_flag("--version", PACKAGE_VERSION);
-  std::string ckpt_signal = getenv_or("DL_CKPT_SIGNAL", "URG");
-  std::string status_interval = getenv_or("DL_STATUS_INTERVAL", "60s");
-  std::string deadline_margin = getenv_or("DL_DEADLINE_MARGIN", "30s");
-  std::string kill_wait = getenv_or("DL_KILL_WAIT", "3s");
-  std::string max_stalled = getenv_or("DL_MAX_STALLED_RESTARTS", "2");
-  std::string resume_verify = getenv_or("DL_RESUME_VERIFY", "full");
+  // Each option's default, then its environment variable (CLI11: a set, non-empty one),
+  // then the command line.
+  std::string ckpt_signal = "URG";
+  std::string status_interval = "60s";
+  std::string deadline_margin = "30s";
+  std::string kill_wait = "3s";
+  std::string max_stalled = "2";
+  std::string resume_verify = "full";
   bool no_prefix = false;
   bool verbose = false;
   app.add_option("--ckpt-signal", ckpt_signal,
                  "signal sent to the program when a checkpoint step is agreed, or none "
-                 "(default URG; env DL_CKPT_SIGNAL)");
+                 "(default URG)")
+      ->envname("DL_CKPT_SIGNAL");
   app.add_option("--status-interval", status_interval,
-                 "at most one status update of the job comment per DURATION (default 60s)");
+                 "at most one status update of the job comment per DURATION (default 60s)")
+      ->envname("DL_STATUS_INTERVAL");
   app.add_option("--deadline-margin", deadline_margin,
-                 "finish the deadline checkpoint this long before the job's end (default 30s)");
+                 "finish the deadline checkpoint this long before the job's end (default 30s)")
+      ->envname("DL_DEADLINE_MARGIN");
   app.add_option("--kill-wait", kill_wait,
                  "after SIGTERM, wait this long before SIGKILL when stopping the program "
-                 "(default 3s)");
+                 "(default 3s)")
+      ->envname("DL_KILL_WAIT");
   app.add_option("--max-stalled-restarts", max_stalled,
-                 "hold the job after N restarts in a row without a newer checkpoint (default 2)");
+                 "hold the job after N restarts in a row without a newer checkpoint (default 2)")
+      ->envname("DL_MAX_STALLED_RESTARTS");
   app.add_option("--resume-verify", resume_verify,
-                 "how DL_RESUME_FROM is checked: quick, metadata or full (default full)");
+                 "how DL_RESUME_FROM is checked: quick, metadata or full (default full)")
+      ->envname("DL_RESUME_VERIFY");
   app.add_flag("--no-prefix", no_prefix, "pass the program's output through without [rank N@node]");
   app.add_flag("-v,--verbose", verbose, "also log what dlrun does step by step");
   try {

@@ -17,6 +17,7 @@
 
 #include "core/error.h"
 #include "core/log.h"
+#include "core/process.h"
 #include "core/sysio.h"
 #include "launcher/program.h"
 
@@ -127,8 +128,8 @@ Stacks collect_stacks(pid_t pid, std::chrono::seconds timeout) {
   }
   s.text = fmt::format("== stacks of pid {} ({}) ==\n", pid, exe.empty() ? "?" : exe);
   const auto deadline = std::chrono::steady_clock::now() + timeout;
-  UniqueFd& out = gdb->stdout_pipe();
-  UniqueFd& err = gdb->stderr_pipe();
+  sys::Fd& out = gdb->stdout_pipe();
+  sys::Fd& err = gdb->stderr_pipe();
   bool timed_out = false;
   while (out || err) {
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(

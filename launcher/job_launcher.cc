@@ -17,6 +17,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "core/net.h"
+#include "core/process.h"
 #include "core/signals.h"
 #include "launcher/control.h"
 #include "launcher/launch.h"
@@ -46,7 +47,7 @@ std::uint32_t count_list(const char* text) {
 
 class Launcher {
  public:
-  Launcher(LauncherSettings settings, UniqueFd signals)
+  Launcher(LauncherSettings settings, sys::Fd signals)
       : s_(std::move(settings)), signals_(std::move(signals)) {}
 
   int run();
@@ -61,7 +62,7 @@ class Launcher {
   void show(JobPhase phase, const std::string& detail);
 
   LauncherSettings s_;
-  UniqueFd signals_;
+  sys::Fd signals_;
   std::optional<Program> srun_;
   std::optional<int> srun_status_;
   // While a step runs, its rank 0 (rank 1 for rank 0's own node) reports a lost rank's
@@ -79,7 +80,7 @@ class Launcher {
   void feed_stdin();
   bool stdin_open_ = true;
   struct Report {
-    UniqueFd fd;
+    sys::Fd fd;
     LineBuffer in;
     Steady::time_point by;
   };
@@ -104,12 +105,7 @@ class Launcher {
 };
 
 void Launcher::show(JobPhase phase, const std::string& detail) {
-  Status st;
-  st.phase = phase;
-  st.detail = detail;
-  const std::string text = format_status(st);
-  log(LogLevel::info, "{}", text);
-  if (!comment_frozen_) slurm::post_status(*s_.job.job, text);
+  slurm::show_phase(comment_frozen_ ? std::nullopt : s_.job.job, phase, detail);
 }
 
 void Launcher::on_signal(int sig) {
@@ -499,7 +495,7 @@ int Launcher::run() {
 
 }  // namespace
 
-int run_job_launcher(LauncherSettings settings, UniqueFd signals) {
+int run_job_launcher(LauncherSettings settings, sys::Fd signals) {
   Launcher l(std::move(settings), std::move(signals));
   return l.run();
 }

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "core/unique_fd.h"
+#include "core/sysio.h"
 #include "launcher/recovery.h"
 #include "launcher/supervisor.h"
 
@@ -37,6 +37,6 @@ struct RecoveryOutcome {
 // Runs steps until one completes or is stopped, or the job cannot restart here; returns
 // the launcher's exit code (the last step's, or the requeue's as dlrun's own codes).
 // `signals`: the signalfd dlrun owns since its start.
-int run_job_launcher(LauncherSettings settings, UniqueFd signals);
+int run_job_launcher(LauncherSettings settings, sys::Fd signals);
 
 }  // namespace dl

@@ -16,6 +16,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "core/net.h"
+#include "core/process.h"
 #include "core/signals.h"
 #include "launcher/launch.h"
 #include "launcher/local_launch.h"
@@ -33,8 +34,8 @@ constexpr std::size_t kMaxRendezvous = 64 * 1024;
 // A connected pair of sockets: rank 0 sends the rendezvous on `to_rank`, the rank reads
 // it on `from_rank0` up to end of file (MSG_NOSIGNAL: a rank that is gone is no SIGPIPE).
 struct Channel {
-  UniqueFd to_rank;
-  UniqueFd from_rank0;
+  sys::Fd to_rank;
+  sys::Fd from_rank0;
 };
 
 Channel make_channel() {
@@ -42,7 +43,7 @@ Channel make_channel() {
   if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) != 0) {
     throw SystemError(fmt::format("couldn't create a socket pair: {}", std::strerror(errno)));
   }
-  return {UniqueFd(fds[0]), UniqueFd(fds[1])};
+  return {sys::Fd(fds[0]), sys::Fd(fds[1])};
 }
 
 std::string read_to_end(int fd) {
@@ -108,7 +109,7 @@ void kill_started(std::vector<Rank>& started) {
 }
 
 // The launcher: passes on every signal but SIGCHLD and reaps the ranks until none is left.
-int wait_for_ranks(std::vector<Rank>& ranks, const UniqueFd& signals) {
+int wait_for_ranks(std::vector<Rank>& ranks, const sys::Fd& signals) {
   std::size_t left = ranks.size();
   std::string signalled;
   while (left > 0) {
@@ -156,7 +157,7 @@ int wait_for_ranks(std::vector<Rank>& ranks, const UniqueFd& signals) {
 
 LocalStart start_local_ranks(std::uint32_t ranks, const std::string& node,
                              const ResumeRequest& resume, Inherited& inherited,
-                             const UniqueFd& signals,
+                             const sys::Fd& signals,
                              const std::function<void(std::uint32_t rank)>& in_rank) {
   std::vector<Channel> channels;
   for (std::uint32_t r = 0; r < ranks; ++r) channels.push_back(make_channel());

@@ -13,7 +13,7 @@
 #include <optional>
 #include <string>
 
-#include "core/unique_fd.h"
+#include "core/sysio.h"
 #include "launcher/bootstrap.h"
 #include "launcher/resume.h"
 #include "launcher/supervisor.h"
@@ -36,7 +36,7 @@ struct LocalStart {
 // `in_rank` is called first thing in each rank's process (e.g. for the log prefix).
 LocalStart start_local_ranks(std::uint32_t ranks, const std::string& node,
                              const ResumeRequest& resume, Inherited& inherited,
-                             const UniqueFd& signals,
+                             const sys::Fd& signals,
                              const std::function<void(std::uint32_t rank)>& in_rank);
 
 }  // namespace dl

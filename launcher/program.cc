@@ -26,7 +26,7 @@ namespace {
   throw SystemError(fmt::format("couldn't {}: {}", what, std::strerror(errno)));
 }
 
-void make_pipe(UniqueFd& read_end, UniqueFd& write_end) {
+void make_pipe(sys::Fd& read_end, sys::Fd& write_end) {
   int fds[2];
   if (pipe2(fds, O_CLOEXEC) != 0) fail("create a pipe");
   read_end.reset(fds[0]);
@@ -95,7 +95,7 @@ Program Program::start(const ProgramSpec& spec) {
   envp.push_back(nullptr);
 
   Program p;
-  UniqueFd out_write, err_write, report_read, report_write, in_read;
+  sys::Fd out_write, err_write, report_read, report_write, in_read;
   if (spec.stdin_feed) {
     // A socket, not a pipe: dlrun writes with MSG_NOSIGNAL (no SIGPIPE once it is gone).
     int fds[2];
@@ -175,20 +175,6 @@ std::optional<int> Program::reap() {
   } while (w < 0 && errno == EINTR);
   pid_ = -1;
   return status;
-}
-
-std::string describe_wait_status(int status) {
-  if (WIFEXITED(status)) return fmt::format("exited with {}", WEXITSTATUS(status));
-  if (WIFSIGNALED(status)) {
-    return fmt::format("killed by signal {} ({})", WTERMSIG(status), strsignal(WTERMSIG(status)));
-  }
-  return fmt::format("ended with wait status {}", status);
-}
-
-int exit_code_of(int status) {
-  if (WIFEXITED(status)) return WEXITSTATUS(status);
-  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
-  return 1;
 }
 
 }  // namespace dl

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "core/unique_fd.h"
+#include "core/sysio.h"
 
 namespace dl {
 
@@ -41,9 +41,9 @@ class Program {
   Program& operator=(Program&&) = default;
 
   pid_t pid() const { return pid_; }
-  UniqueFd& stdout_pipe() { return out_; }
-  UniqueFd& stderr_pipe() { return err_; }
-  UniqueFd& stdin_feed() { return in_; }
+  sys::Fd& stdout_pipe() { return out_; }
+  sys::Fd& stderr_pipe() { return err_; }
+  sys::Fd& stdin_feed() { return in_; }
 
   // To the whole process group when the program has one, else to the program.
   void signal(int sig) const;
@@ -58,14 +58,9 @@ class Program {
   Program() = default;
   pid_t pid_ = -1;
   bool group_ = false;
-  UniqueFd out_;
-  UniqueFd err_;
-  UniqueFd in_;
+  sys::Fd out_;
+  sys::Fd err_;
+  sys::Fd in_;
 };
-
-// "exited with 1", "killed by signal 9 (Killed)".
-std::string describe_wait_status(int status);
-// The shell's convention: the exit code, or 128 + the signal.
-int exit_code_of(int status);
 
 }  // namespace dl

@@ -47,7 +47,7 @@ std::string requeue_blocker(const JobSettings& job) {
 void report_lost_node(const JobSettings& job, const std::string& node) {
   if (job.launcher_addr.empty() || node.empty()) return;
   try {
-    const UniqueFd fd =
+    const sys::Fd fd =
         net::connect_tcp(job.launcher_addr, job.launcher_port, std::chrono::seconds(2));
     net::send_all(fd.get(), format_lost_node(job.launcher_key, node));
     log(LogLevel::verbose, "told the launcher that node {} is lost", node);
@@ -59,7 +59,7 @@ void report_lost_node(const JobSettings& job, const std::string& node) {
 void report_culprit(const JobSettings& job, const Culprit& culprit) {
   if (job.launcher_addr.empty() || culprit.node.empty()) return;
   try {
-    const UniqueFd fd =
+    const sys::Fd fd =
         net::connect_tcp(job.launcher_addr, job.launcher_port, std::chrono::seconds(2));
     net::send_all(fd.get(), format_culprit(job.launcher_key, culprit));
     log(LogLevel::verbose, "told the launcher the culprit: {}", describe_culprit(culprit));

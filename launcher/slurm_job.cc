@@ -1,7 +1,6 @@
 #include "launcher/slurm_job.h"
 
 #include <fmt/format.h>
-#include <pwd.h>
 
 #include <cerrno>
 #include <chrono>
@@ -16,6 +15,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "core/parse.h"
+#include "core/user_db.h"
 #include "launcher/slurm_api.h"
 #include "launcher/status.h"
 
@@ -279,6 +279,15 @@ bool set_comment(const JobRef& job, const std::string& comment) {
   return true;
 }
 
+void show_phase(const std::optional<JobRef>& job, JobPhase phase, const std::string& detail) {
+  Status st;
+  st.phase = phase;
+  st.detail = detail;
+  const std::string text = format_status(st);
+  log(LogLevel::info, "{}", text);
+  if (job) post_status(*job, text);
+}
+
 void post_status(const JobRef& job, const std::string& status) {
   try {
     const JobInfo info = load_job(job);
@@ -307,8 +316,8 @@ std::vector<JobRow> list_jobs(std::optional<std::uint32_t> uid) {
     r.name = j.name ? j.name : "";
     if (j.user_name) {
       r.user = j.user_name;
-    } else if (const passwd* pw = getpwuid(j.user_id)) {
-      r.user = pw->pw_name;
+    } else if (const auto user = lookup_user(j.user_id)) {
+      r.user = user->name;
     } else {
       r.user = std::to_string(j.user_id);
     }

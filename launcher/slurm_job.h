@@ -10,6 +10,7 @@
 
 #include "core/deadline.h"
 #include "launcher/jobs_view.h"
+#include "launcher/status.h"
 
 namespace dl::slurm {
 
@@ -86,6 +87,9 @@ bool set_comment(const JobRef& job, const std::string& comment);
 // comment, after what job_submit/dl wrote there. Errors are logged as warnings; a job
 // that has ended keeps its comment.
 void post_status(const JobRef& job, const std::string& status);
+// The status line of a phase alone ("REQUEUED: preempted"), logged, and posted when
+// `job` is given.
+void show_phase(const std::optional<JobRef>& job, JobPhase phase, const std::string& detail);
 
 // Every job slurmctld knows (of user `uid` only, when given), as dl-jobs shows them:
 // the state and pending reason in Slurm's words, the expected start of a pending job

@@ -18,6 +18,7 @@
 #include "core/log.h"
 #include "core/net.h"
 #include "core/node_down.h"
+#include "core/process.h"
 #include "core/signals.h"
 #include "core/step_files.h"
 #include "launcher/agreement.h"
@@ -83,7 +84,7 @@ void write_all(int fd, std::string_view data) {
 }
 
 struct Connection {
-  UniqueFd fd;
+  sys::Fd fd;
   LineBuffer in;
   std::int64_t rank = -1;       // -1 until an authenticated HELLO
   std::string node;             // the rank's node, from its HELLO
@@ -103,7 +104,7 @@ struct LocalRound {
 class Supervisor {
  public:
   Supervisor(const SupervisorOptions& options, const JobSettings& job, Bootstrap boot,
-             Inherited inherited, UniqueFd signals)
+             Inherited inherited, sys::Fd signals)
       : options_(options),
         job_(job),
         boot_(std::move(boot)),
@@ -123,7 +124,7 @@ class Supervisor {
 
   // Events.
   void on_signal(int sig);
-  void on_program_output(UniqueFd& pipe, LinePrefixer& prefixer);
+  void on_program_output(sys::Fd& pipe, LinePrefixer& prefixer);
   void on_program_exit(int status);
   void on_rank0_readable();
   void lost_rank0(const std::string& why);
@@ -149,15 +150,15 @@ class Supervisor {
   JobSettings job_;
   Bootstrap boot_;
   Inherited inherited_;
-  UniqueFd signals_;
+  sys::Fd signals_;
   std::uint32_t rank_;
   bool coordinator_rank_;
 
   std::optional<ChannelFile> channel_;
   std::optional<Program> program_;
   // The program's output pipes outlive it: what it wrote last is still to be read.
-  UniqueFd out_pipe_;
-  UniqueFd err_pipe_;
+  sys::Fd out_pipe_;
+  sys::Fd err_pipe_;
   std::unique_ptr<LinePrefixer> out_prefixer_;
   std::unique_ptr<LinePrefixer> err_prefixer_;
   std::optional<LocalRound> round_;
@@ -589,7 +590,7 @@ void Supervisor::on_program_exit(int status) {
   send_up(m);
 }
 
-void Supervisor::on_program_output(UniqueFd& pipe, LinePrefixer& prefixer) {
+void Supervisor::on_program_output(sys::Fd& pipe, LinePrefixer& prefixer) {
   std::string data;
   if (!read_some(pipe.get(), data)) {
     prefixer.finish();
@@ -649,12 +650,7 @@ void Supervisor::lost_rank0(const std::string& why) {
 }
 
 void Supervisor::show_status_without_rank0(JobPhase phase, const std::string& detail) {
-  Status s;
-  s.phase = phase;
-  s.detail = detail;
-  const std::string text = format_status(s);
-  log(LogLevel::info, "{}", text);
-  if (job_.job) slurm::post_status(*job_.job, text);
+  slurm::show_phase(job_.job, phase, detail);
 }
 
 void Supervisor::on_accept() {
@@ -805,7 +801,7 @@ void Supervisor::loop() {
 }  // namespace
 
 int supervise(const SupervisorOptions& options, const JobSettings& job, Bootstrap boot,
-              Inherited inherited, UniqueFd signals) {
+              Inherited inherited, sys::Fd signals) {
   Supervisor s(options, job, std::move(boot), std::move(inherited), std::move(signals));
   return s.run();
 }

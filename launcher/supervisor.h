@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "core/unique_fd.h"
+#include "core/sysio.h"
 #include "launcher/bootstrap.h"
 #include "launcher/resume.h"
 #include "launcher/slurm_job.h"
@@ -71,6 +71,6 @@ struct Inherited {
 // Runs the command under supervision and returns dlrun's exit code. `signals` is a
 // signalfd for the signals dlrun owns (blocked since dlrun started).
 int supervise(const SupervisorOptions& options, const JobSettings& job, Bootstrap boot,
-              Inherited inherited, UniqueFd signals);
+              Inherited inherited, sys::Fd signals);
 
 }  // namespace dl

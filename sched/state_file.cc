@@ -8,7 +8,7 @@
 #include <cstring>
 
 #include "core/error.h"
-#include "core/unique_fd.h"
+#include "core/sysio.h"
 
 namespace dl::sched {
 namespace {
@@ -27,7 +27,7 @@ std::string dir_of(const std::string& path) {
 void save_durably(const std::string& path, const std::string& text) {
   const std::string tmp = path + ".new";
   {
-    UniqueFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
+    sys::Fd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
     if (!fd) fail("couldn't create", tmp);
     for (std::size_t done = 0; done < text.size();) {
       const ssize_t n = ::write(fd.get(), text.data() + done, text.size() - done);
@@ -42,12 +42,12 @@ void save_durably(const std::string& path, const std::string& text) {
   }
   if (::rename(tmp.c_str(), path.c_str()) != 0) fail("couldn't rename to", path);
   const std::string dir = dir_of(path);
-  UniqueFd d(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  sys::Fd d(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (!d || ::fsync(d.get()) != 0) fail("couldn't fsync the directory", dir);
 }
 
 std::optional<std::string> read_file(const std::string& path) {
-  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  sys::Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   if (!fd) {
     if (errno == ENOENT) return std::nullopt;
     fail("couldn't open", path);

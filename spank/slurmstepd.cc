@@ -4,8 +4,6 @@
 // as root, after the step's tasks are gone.
 #include <fcntl.h>
 #include <fmt/format.h>
-#include <poll.h>
-#include <spawn.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -29,6 +27,7 @@
 #include "core/net.h"
 #include "core/node_down.h"
 #include "core/private_dir.h"
+#include "core/process.h"
 #include "core/spec.h"
 #include "core/step_files.h"
 #include "core/sysio.h"
@@ -177,53 +176,20 @@ sys::Fd open_state_dir() {
 // Returns its exit code.
 int run_slurm_tool(const std::string& tool, const std::vector<std::string>& args,
                    std::string* out) {
-  std::vector<std::string> env{"PATH=/usr/sbin:/usr/bin:/sbin:/bin"};
-  if (const char* conf = std::getenv("SLURM_CONF"))
-    env.push_back(std::string("SLURM_CONF=") + conf);
-  std::vector<char*> argv;
-  const std::string path = "/usr/bin/" + tool;
-  std::vector<std::string> all{tool};
-  all.insert(all.end(), args.begin(), args.end());
-  for (auto& a : all) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  std::vector<char*> envp;
-  for (auto& e : env) envp.push_back(e.data());
-  envp.push_back(nullptr);
-  int pipe_fds[2] = {-1, -1};
-  if (pipe2(pipe_fds, O_CLOEXEC) != 0)
-    throw SystemError(std::string("pipe: ") + std::strerror(errno));
-  const sys::Fd read_end(pipe_fds[0], "pipe");
-  sys::Fd write_end(pipe_fds[1], "pipe");
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_adddup2(&fa, write_end.get(), STDOUT_FILENO);
-  posix_spawn_file_actions_adddup2(&fa, write_end.get(), STDERR_FILENO);
-  pid_t pid = -1;
-  const int rc = posix_spawn(&pid, path.c_str(), &fa, nullptr, argv.data(), envp.data());
-  posix_spawn_file_actions_destroy(&fa);
-  write_end.close();
-  if (rc != 0) throw SystemError(fmt::format("couldn't run {}: {}", path, std::strerror(rc)));
-  std::string text;
-  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-  for (;;) {
-    pollfd p{read_end.get(), POLLIN, 0};
-    if (poll(&p, 1, 200) > 0) {
-      char buf[4096];
-      const ssize_t n = read(read_end.get(), buf, sizeof buf);
-      if (n == 0) break;
-      if (n > 0 && text.size() < (1u << 20)) text.append(buf, static_cast<std::size_t>(n));
-    }
-    if (std::chrono::steady_clock::now() >= until) {
-      kill(pid, SIGKILL);
-      break;
-    }
+  CommandSpec spec;
+  spec.argv = {"/usr/bin/" + tool};
+  spec.argv.insert(spec.argv.end(), args.begin(), args.end());
+  spec.env = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin"};
+  if (const char* conf = std::getenv("SLURM_CONF")) {
+    spec.env.push_back(std::string("SLURM_CONF=") + conf);
   }
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  if (out) *out = std::move(text);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  spec.clean_env = true;
+  spec.merge_stderr = true;
+  spec.timeout = std::chrono::seconds(20);
+  spec.max_output = std::size_t{1} << 20;
+  const CommandResult r = run_command(spec);
+  if (out) *out = r.out;
+  return exit_code_of(r.status);
 }
 
 void record_step(spank_t sp) {

@@ -1,7 +1,6 @@
 #include "spank/state.h"
 
 #include <fmt/format.h>
-#include <pwd.h>
 #include <sys/vfs.h>
 
 #include <cerrno>
@@ -12,6 +11,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/user_db.h"
 
 namespace dl::spank {
 namespace {
@@ -37,28 +37,18 @@ int on_option(int index, const char* optarg, int /*remote*/) noexcept {
   }
 }
 
-struct passwd_entry {
-  std::string name;
-  std::string home;
-};
-
-passwd_entry lookup_uncached(uid_t uid) {
-  std::vector<char> buf(16384);
-  struct passwd pw;
-  struct passwd* result = nullptr;
-  const int rc = getpwuid_r(uid, &pw, buf.data(), buf.size(), &result);
-  if (rc != 0 || result == nullptr) {
-    throw SystemError(fmt::format("couldn't look up uid {} in the user database", uid));
-  }
-  return {pw.pw_name, pw.pw_dir};
+UserEntry lookup_uncached(uid_t uid) {
+  auto user = lookup_user(uid);
+  if (!user) throw SystemError(fmt::format("couldn't look up uid {} in the user database", uid));
+  return std::move(*user);
 }
 
 // A DL submission needs the user's name and home three times; one user database lookup
 // (a passwd/NSS round trip, or a directory server's) serves them all. A process serves
 // one user, so the last entry is kept.
-passwd_entry lookup(uid_t uid) {
+UserEntry lookup(uid_t uid) {
   static std::mutex mutex;
-  static std::optional<std::pair<uid_t, passwd_entry>> last;
+  static std::optional<std::pair<uid_t, UserEntry>> last;
   const std::lock_guard<std::mutex> lock(mutex);
   if (!last || last->first != uid) last.emplace(uid, lookup_uncached(uid));
   return last->second;

@@ -193,10 +193,27 @@ def _decision_dir():
     return d, trial, job
 
 
+# dl-search's decision files, as client/decision_file.h describes them; both are checked
+# against tests/unit/client/decision_cases.txt.
+def _decision_name(trial, job, rung):
+    return f"{trial}.{job}.r{rung}"
+
+
+def _parse_decision(text):
+    """(rung, budget) of a "continue RUNG BUDGET" decision; None for "end" or anything else."""
+    words = text.split()
+    if len(words) != 3 or words[0] != "continue" or not all(
+        w.isascii() and w.isdigit() and len(w) <= 18 for w in words[1:]
+    ):
+        return None
+    return int(words[1]), int(words[2])
+
+
 def _read_decision(path):
+    """A decision file's text, or None while it does not exist."""
     try:
         with open(path) as f:
-            return f.read().split()
+            return f.read()
     except FileNotFoundError:
         return None
 
@@ -216,10 +233,11 @@ def _rung_and_budget():
     where = _decision_dir()
     while where is not None and rung is not None:
         d, trial, job = where
-        words = _read_decision(os.path.join(d, f"{trial}.{job}.r{rung}"))
-        if not words or words[0] != "continue" or len(words) != 3:
+        text = _read_decision(os.path.join(d, _decision_name(trial, job, rung)))
+        decision = _parse_decision(text) if text is not None else None
+        if decision is None:
             break
-        rung, budget = int(words[1]), int(words[2])
+        rung, budget = decision
     return rung, budget
 
 
@@ -247,18 +265,18 @@ def next_max_steps():
     if not rungs or budget >= rungs[-1]:
         return None
     d, trial, job = where
-    path = os.path.join(d, f"{trial}.{job}.r{rung}")
+    path = os.path.join(d, _decision_name(trial, job, rung))
     if os.environ.get("RANK", "0") == "0" and not os.path.exists(path + ".wait"):
         tmp = f"{path}.wait.{os.getpid()}"
         with open(tmp, "w") as f:
             f.write(f"{budget - 1}\n")
         os.rename(tmp, path + ".wait")
     limit = time.monotonic() + float(os.environ.get("DL_SEARCH_WAIT", "3"))
-    words = _read_decision(path)
-    while words is None and time.monotonic() < limit:
+    text = _read_decision(path)
+    while text is None and time.monotonic() < limit:
         time.sleep(0.02)
-        words = _read_decision(path)
-    if words is None:
+        text = _read_decision(path)
+    if text is None:
         # No decision in time: "end", unless the driver's came first (link is atomic).
         tmp = f"{path}.end.{os.getpid()}"
         with open(tmp, "w") as f:
@@ -271,9 +289,11 @@ def next_max_steps():
             pass
         finally:
             os.unlink(tmp)
-        words = _read_decision(path)
-    if not words or words[0] != "continue" or len(words) != 3:
+        text = _read_decision(path)
+    decision = _parse_decision(text) if text is not None else None
+    if decision is None:
         return None
-    os.environ["DL_SEARCH_RUNG"] = words[1]
-    os.environ["DL_MAX_STEPS"] = words[2]
-    return int(words[2])
+    rung, budget = decision
+    os.environ["DL_SEARCH_RUNG"] = str(rung)
+    os.environ["DL_MAX_STEPS"] = str(budget)
+    return budget

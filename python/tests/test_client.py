@@ -152,5 +152,34 @@ class ClientTest(unittest.TestCase):
             p.join()
 
 
+class DecisionFileTest(unittest.TestCase):
+    """dl-search's decision files, read as the C++ side reads them: the shared cases."""
+
+    CASES = os.path.join(
+        os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests", "unit", "client",
+        "decision_cases.txt",
+    )
+
+    def test_agrees_with_the_shared_cases(self):
+        cases = 0
+        with open(self.CASES) as f:
+            for line in f:
+                line = line.rstrip("\n")
+                if not line or line.startswith("#"):
+                    continue
+                kind, *fields = line.split("\t")
+                with self.subTest(line=line):
+                    if kind == "parse":
+                        text, want = fields
+                        got = slurm_dl._parse_decision(text.replace("\\n", "\n"))
+                        self.assertEqual("end" if got is None else "continue %d %d" % got, want)
+                    else:
+                        self.assertEqual(kind, "name")
+                        trial, job, rung, want = fields
+                        self.assertEqual(slurm_dl._decision_name(trial, job, int(rung)), want)
+                cases += 1
+        self.assertGreaterEqual(cases, 10)
+
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)

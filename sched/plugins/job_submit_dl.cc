@@ -8,7 +8,6 @@
 // the work one submission can cause is bounded (sched/submission.h).
 #include <fmt/format.h>
 #include <glob.h>
-#include <pwd.h>
 
 #include <csignal>
 #include <cstring>
@@ -17,6 +16,7 @@
 #include "config.h"
 #include "core/error.h"
 #include "core/spec.h"
+#include "core/user_db.h"
 #include "sched/gang.h"
 #include "sched/plugins/controller.h"
 #include "sched/plugins/guard.h"
@@ -113,13 +113,9 @@ SiteConfig site_config() {
 }
 
 std::string home_of(std::uint32_t uid) {
-  std::vector<char> buf(16384);
-  struct passwd pw;
-  struct passwd* result = nullptr;
-  if (getpwuid_r(uid, &pw, buf.data(), buf.size(), &result) != 0 || !result) {
-    throw InputError(fmt::format("couldn't look up uid {} in the user database", uid));
-  }
-  return pw.pw_dir ? pw.pw_dir : "";
+  const auto user = lookup_user(uid);
+  if (!user) throw InputError(fmt::format("couldn't look up uid {} in the user database", uid));
+  return user->home;
 }
 
 // The job's DL spec, checked as the SPANK plugin checks it. nullopt: not a DL job.

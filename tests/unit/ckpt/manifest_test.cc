@@ -202,6 +202,12 @@ TEST(CkptManifest, HexAndJsonHelpers) {
   EXPECT_EQ(compact_json_object(R"({ "a" : [1, 2] })", "x"), R"({"a":[1,2]})");
   EXPECT_THROW(compact_json_object("[1]", "x"), InputError);
   EXPECT_THROW(compact_json_object("{", "x"), InputError);
+  // 64 levels of nesting at most (the object itself is the first).
+  const auto nested = [](int levels) {
+    return "{\"a\":" + std::string(levels - 1, '[') + std::string(levels - 1, ']') + "}";
+  };
+  EXPECT_NO_THROW(compact_json_object(nested(64), "x"));
+  EXPECT_THROW(compact_json_object(nested(65), "x"), InputError);
 }
 
 }  // namespace
