@@ -9,136 +9,19 @@
 #include <random>
 #include <set>
 #include <stdexcept>
-#include <tuple>
 
 #include "core/error.h"
 #include "sched/gang.h"
 #include "sched/preempt.h"
+#include "sched/sim/backfill.h"
+#include "sched/sim/job.h"
 #include "sched/sim/placement.h"
 
 namespace dl::sim {
 namespace {
 
-constexpr double kInf = std::numeric_limits<double>::infinity();
-constexpr double kEps = 1e-6;
-
-enum class State : std::uint8_t { future, requeued, pending, running, done };
-
-struct Job {
-  TraceJob t;
-  double limit = 0;                // the user's time limit, whole minutes
-  std::optional<double> time_min;  // dl: checkpointable jobs may run in shorter holes
-  std::uint32_t nodes = 1;         // dl: nodes of the shape
-  std::uint32_t per_node = 0;      // dl: GPUs per node of the shape
-  std::uint32_t hold = 0;          // GPUs held while running
-  // dl, even shapes: the other even splits (nodes, GPUs per node), tried in order when
-  // the first (nodes, per_node) does not fit.
-  std::vector<std::pair<std::uint32_t, std::uint32_t>> more_shapes;
-  State state = State::future;
-  double eligible = 0;   // pending since
-  double waited = 0;     // seconds pending before that (earlier waits)
-  double work_done = 0;  // progress kept (from the last checkpoint at run start)
-  double attained = 0;   // GPU-seconds of finished runs
-  double run_start = 0;
-  double run_restore = 0;
-  double completion = 0;  // when the current run completes the job
-  double est_end = 0;     // the scheduler's view: start + time limit of this run
-  std::optional<double> slot_end;
-  std::uint64_t epoch = 0;  // invalidates end events of earlier runs
-  std::uint32_t runs = 0;
-  std::size_t running_pos = 0;
-  double first_start = -1;
-  double finish = 0;
-  bool split = false;
-  double queue_key = 0;
-  std::vector<Alloc> alloc;
-};
-
 // Slurm-like uniform draws that do not depend on the standard library's distributions.
 double uniform01(std::mt19937_64& rng) { return static_cast<double>(rng() >> 11) * 0x1.0p-53; }
-
-// Free GPUs over time as steps, for backfill reservations: free_[i] holds on
-// [times_[i], times_[i+1]); the last step lasts forever. Times are multiples of
-// bf_resolution from now (Slurm's backfill works in such slots, 60 s by default),
-// which also keeps the number of steps small.
-double slot_up(double now, double resolution, double t) {
-  return t <= now ? now : now + std::ceil((t - now) / resolution - 1e-9) * resolution;
-}
-
-class Profile {
- public:
-  Profile(double now, double resolution, std::int64_t free_now,
-          std::vector<std::pair<double, std::int64_t>> releases)
-      : now_(now), res_(resolution) {
-    for (auto& r : releases) r.first = round_up(r.first);
-    std::sort(releases.begin(), releases.end());
-    times_.push_back(now);
-    free_.push_back(free_now);
-    for (const auto& [t, g] : releases) {
-      if (t <= times_.back()) {
-        free_.back() += g;
-      } else {
-        times_.push_back(t);
-        free_.push_back(free_.back() + g);
-      }
-    }
-  }
-
-  // Earliest start in [from, before) of a window of `d` seconds with `g` GPUs free
-  // throughout; infinity when there is none.
-  double earliest(std::int64_t g, double d, double from, double before) const {
-    const std::size_t n = times_.size();
-    std::size_t j = step_at(from);
-    double start = from;
-    while (true) {
-      while (free_[j] < g) {
-        if (++j == n || times_[j] >= before) return kInf;
-        start = times_[j];
-      }
-      const double end = start + d;
-      while (true) {
-        if (j + 1 == n || times_[j + 1] >= end) return start;
-        if (free_[++j] < g) break;
-      }
-    }
-  }
-
-  // First time >= from at which fewer than g GPUs are free (infinity: never).
-  double window_end(std::int64_t g, double from) const {
-    for (std::size_t j = step_at(from); j < times_.size(); ++j) {
-      if (free_[j] < g) return std::max(times_[j], from);
-    }
-    return kInf;
-  }
-
-  // Takes g GPUs on [s, e), widened to whole slots.
-  void occupy(double s, double e, std::int64_t g) {
-    const std::size_t a = split_at(round_down(s));
-    const std::size_t b = e == kInf ? times_.size() : split_at(round_up(e));
-    for (std::size_t k = a; k < b; ++k) free_[k] -= g;
-  }
-
- private:
-  double round_up(double t) const { return slot_up(now_, res_, t); }
-  double round_down(double t) const {
-    return t <= now_ ? now_ : now_ + std::floor((t - now_) / res_ + 1e-9) * res_;
-  }
-  std::size_t step_at(double t) const {
-    const auto it = std::upper_bound(times_.begin(), times_.end(), t);
-    return static_cast<std::size_t>(std::max<std::ptrdiff_t>(it - times_.begin() - 1, 0));
-  }
-  std::size_t split_at(double t) {
-    const std::size_t i = step_at(t);
-    if (times_[i] == t) return i;
-    times_.insert(times_.begin() + static_cast<std::ptrdiff_t>(i) + 1, t);
-    free_.insert(free_.begin() + static_cast<std::ptrdiff_t>(i) + 1, free_[i]);
-    return i + 1;
-  }
-  double now_;
-  double res_;
-  std::vector<double> times_;
-  std::vector<std::int64_t> free_;
-};
 
 enum class Kind : std::uint8_t { end, eligible, backfill, promote, tick };
 
@@ -202,9 +85,6 @@ std::string_view to_string(Policy policy) { return policy == Policy::dl ? "dl" :
 struct Simulator::Impl {
   // The pending jobs a backfill pass looks at, highest priority first (bf_max_job_test).
   std::vector<std::uint32_t> backfill_order() const;
-  // reach[k]: the longest limit among the jobs from the k-th on that fit in the free GPUs
-  // now; a reservation beginning later cannot change what a pass starts.
-  std::vector<double> reach_of(const std::vector<std::uint32_t>& order) const;
   Options o;
   std::vector<Job> jobs;  // in submit order
   std::vector<std::uint32_t> free;
@@ -734,357 +614,56 @@ struct Simulator::Impl {
     }
   }
 
-  // The nodes the highest job that has to wait will start on, and when, from the time
-  // limits of the running jobs. Slurm's backfill reserves specific nodes for it, so a
-  // lower job may use them only if it ends before then; without this a gang of whole
-  // nodes could wait forever behind small jobs that keep a GPU of every node busy.
-  struct NodeReservation {
-    double start = kInf;
-    std::vector<std::uint32_t> nodes;
-  };
-
-  NodeReservation reserve_nodes(const Job& j) const {
-    std::vector<std::tuple<double, std::uint32_t, std::uint32_t>> releases;
-    for (const auto r : running) {
-      for (const auto& a : jobs[r].alloc) {
-        releases.emplace_back(std::max(jobs[r].est_end, now), a.node, a.gpus);
-      }
-    }
-    std::sort(releases.begin(), releases.end());
-    std::vector<std::uint32_t>& level = scratch;
-    level = free;
-    NodeReservation res;
-    const std::uint32_t need = o.policy == Policy::fifo_backfill ? 1 : j.per_node;
-    std::uint64_t have = 0;  // fifo: GPUs on the chosen nodes; dl: nodes that qualify
-    const auto enough = [&] {
-      return have >= (o.policy == Policy::fifo_backfill ? j.hold : j.nodes);
-    };
-    const auto consider = [&](std::uint32_t k, std::uint32_t before) {
-      if (o.policy == Policy::fifo_backfill) {
-        if (before == 0) res.nodes.push_back(k);
-        have += level[k] - before;
-      } else if (before < need && level[k] >= need) {
-        res.nodes.push_back(k);
-        ++have;
-      }
-    };
-    for (std::uint32_t k = 0; k < o.nodes && !enough(); ++k) consider(k, 0);
-    res.start = now;
-    for (const auto& [t, k, g] : releases) {
-      if (enough()) break;
-      const std::uint32_t before = level[k];
-      level[k] += g;
-      consider(k, before);
-      res.start = t;
-    }
-    if (!enough()) res.start = kInf;
-    if (o.policy == Policy::dl) res.nodes.resize(std::min<std::size_t>(res.nodes.size(), j.nodes));
-    return res;
-  }
-
-  // Placement for a job that holds its GPUs until `end`, keeping off reserved nodes.
-  std::vector<Alloc> place_until(const Job& j, double end, const NodeReservation& top) const {
-    if (end <= top.start || top.nodes.empty()) return place(j);
+  // Placement for job j now, off the nodes `off` (reserved for a higher job).
+  std::vector<Alloc> place_off(const Job& j, const std::vector<std::uint32_t>& off) const {
+    if (off.empty()) return place(j);
     if (free_total < j.hold) return {};
     scratch = free;
-    for (const auto k : top.nodes) scratch[k] = 0;
+    for (const auto k : off) scratch[k] = 0;
     if (o.policy == Policy::fifo_backfill) return place_fifo(scratch, j.hold);
     auto alloc = place_dl(scratch, j.nodes, j.per_node, leaf_of, leaves);
     if (alloc.empty()) alloc = place_other_shapes(scratch, j);
     return alloc;
   }
 
-  // Slurm's backfill pass: every pending job (up to bf_depth, best first) either
-  // starts now without delaying any higher job's reservation, or gets a reservation
-  // at its earliest start within bf_window: in GPUs over time for every job, and on
-  // specific nodes for the highest one.
+  // The simulation as the backfill passes see it.
+  class Host final : public BackfillHost {
+   public:
+    explicit Host(Impl& sim) : sim_(sim) {}
+    double now() const override { return sim_.now; }
+    const std::vector<Job>& jobs() const override { return sim_.jobs; }
+    const std::vector<std::uint32_t>& running() const override { return sim_.running; }
+    const std::vector<std::uint32_t>& free() const override { return sim_.free; }
+    std::int64_t free_total() const override { return sim_.free_total; }
+    std::vector<Alloc> place(std::uint32_t i,
+                             const std::vector<std::uint32_t>& off) const override {
+      return sim_.place_off(sim_.jobs[i], off);
+    }
+    void start(std::uint32_t i, const std::vector<Alloc>& alloc,
+               std::optional<double> slot_end) override {
+      sim_.start(i, alloc, slot_end);
+    }
+    std::vector<std::uint32_t> victim_candidates(std::uint32_t i) const override {
+      return sim_.victim_candidates(sim_.jobs[i]);
+    }
+    Decision preempt_for(std::uint32_t i, const std::vector<char>& off) const override {
+      return sim_.preempt_for(i, &off);
+    }
+    void preempt(std::uint32_t i) override { sim_.preempt(i); }
+
+   private:
+    Impl& sim_;
+  };
+
   void backfill_pass() {
-    if (slurm_backfill()) return backfill_pass_slurm();
     backfill_useful = false;
-    std::vector<std::pair<double, std::int64_t>> releases;
-    releases.reserve(running.size());
-    for (const auto r : running) {
-      releases.emplace_back(std::max(jobs[r].est_end, now + 1), jobs[r].hold);
-    }
-    Profile profile(now, o.bf_resolution_s, free_total, std::move(releases));
-    const std::vector<std::uint32_t> order = backfill_order();
-    // A reservation only matters to lower jobs that could start now, and only if it
-    // begins within their run: jobs after the k-th that fit in the free GPUs run at
-    // most `reach[k + 1]` seconds. Reservations that begin later (or all of them,
-    // once no lower job fits) cannot change what this pass starts, so they are not
-    // searched for.
-    const auto need_of = [&](const Job& j) { return j.time_min.value_or(j.limit); };
-    const std::vector<double> reach = reach_of(order);
-    std::optional<NodeReservation> top;
-    for (std::size_t k = 0; k < order.size(); ++k) {
-      if (reach[k] == 0 || free_total == 0) return;
-      const std::uint32_t i = order[k];
-      const Job& j = jobs[i];
-      const double need = need_of(j);
-      const double horizon = now + std::min(o.bf_window_s, reach[k + 1]);
-      double s = profile.earliest(j.hold, need, now, horizon);
-      bool shape_blocked = false;
-      if (s <= now + kEps) {
-        std::optional<double> slot;
-        if (j.time_min) {
-          const double hole = profile.window_end(j.hold, now);
-          if (hole < now + j.limit) slot = hole;
-        }
-        const double end = slot.value_or(now + j.limit);
-        const auto alloc = top ? place_until(j, end, *top) : place(j);
-        if (!alloc.empty()) {
-          profile.occupy(now, end, j.hold);
-          start(i, alloc, slot);
-          continue;
-        }
-        // Enough GPUs in total but not in the shape. The GPU totals cannot say when
-        // the shape fits; reserving them from the next second on would be a "phantom"
-        // reservation that keeps every lower job out of GPUs no one takes. The
-        // highest such job gets its nodes' reservation (below), the others none.
-        shape_blocked = true;
-      }
-      if (!top) {
-        top = reserve_nodes(j);
-        top->start = slot_up(now, o.bf_resolution_s, top->start);
-        if (shape_blocked) s = top->start;
-      } else if (shape_blocked) {
-        continue;
-      }
-      // Slurm reserves a job with a time_min for its time_min (backfill.c).
-      if (s < horizon) profile.occupy(s, s + need, j.hold);
-    }
-  }
-
-  // Slurm 22.05's backfill pass for plain Slurm (plugins/sched/backfill/backfill.c):
-  // jobs in priority order, up to bf_depth. Each gets the earliest start at which
-  // select/cons_tres can place it: running jobs release their GPUs at their time
-  // limits, and the nodes reserved for higher jobs in this pass (the node-space map,
-  // whole nodes) are off limits for any window that overlaps theirs. A job that can
-  // start now starts; one that can start within bf_window reserves the nodes of that
-  // placement from its start to its end, both rounded down to bf_resolution; one
-  // that cannot gets no reservation. Running jobs on shared nodes are not in the map
-  // (_bf_reserve_running only reserves whole-node jobs).
-  void backfill_pass_slurm() {
-    backfill_useful = false;
-    const bool dl = o.policy == Policy::dl;
-    struct Release {
-      double t;
-      std::uint32_t node, gpus;
-    };
-    std::vector<Release> releases;
-    // The dl policy: preempt/dl's victim candidates for the job being tested (sorted).
-    // The will-run test removes them from its map before anything else (_build_cr_job_list):
-    // a job that cannot start now even by preempting them is expected, and reserved,
-    // as if they were gone, not at their time limits.
-    std::vector<std::uint32_t> gone;
-    // cons_tres' will-run test (_will_run_test in select/cons_common/job_test.c) frees
-    // the running jobs in batches, those that end within a time window of the first
-    // (30 s, aligned to it, doubled after each batch), and reports a start at the last
-    // freed job's end: a job that needs only the first of several jobs ending close
-    // together is expected to start at the last one's end.
-    const auto collect_releases = [&] {
-      releases.clear();
-      for (const auto r : running) {
-        if (std::binary_search(gone.begin(), gone.end(), r)) continue;
-        for (const auto& a : jobs[r].alloc) {
-          releases.push_back({std::max(jobs[r].est_end, now), a.node, a.gpus});
-        }
-      }
-      std::sort(releases.begin(), releases.end(),
-                [](const Release& x, const Release& y) { return x.t < y.t; });
-      double window = 30;
-      // Aligned on the controller's clock (end_time % 30).
-      const double end_time =
-          releases.empty()
-              ? 0
-              : releases[0].t + (window - std::fmod(releases[0].t + o.clock_offset_s, window));
-      for (std::size_t k = 0, n = releases.size(); k < n;) {
-        std::size_t e = k + 1;
-        while (e < n && releases[e].t <= end_time + window) ++e;
-        for (std::size_t p = k; p < e; ++p) releases[p].t = releases[e - 1].t;
-        do {
-          window *= 2;
-        } while (e < n && releases[e].t > end_time + window);
-        k = e;
-      }
-    };
-    collect_releases();
-    const std::vector<std::uint32_t> order = backfill_order();
-    // As in backfill_pass(): reservations that begin after every lower job that could
-    // start now would end cannot change what this pass starts. (Not when the pass
-    // preempts: a job may start by preempting with no GPUs free.)
-    const bool shortcuts = !backfill_preempts();
-    const auto need_of = [&](const Job& j) { return j.time_min.value_or(j.limit); };
-    const std::vector<double> reach = reach_of(order);
-    struct Resv {
-      double begin, end;
-      std::vector<std::uint32_t> nodes;
-    };
-    std::vector<Resv> resv;
-    // Rounded down on the controller's clock.
-    const auto floor_res = [&](double t) {
-      return std::floor((t + o.clock_offset_s) / o.bf_resolution_s + 1e-9) * o.bf_resolution_s -
-             o.clock_offset_s;
-    };
-    std::vector<std::uint32_t> level(o.nodes), masked(o.nodes, 0), avail(o.nodes);
-    std::vector<char> off(o.nodes, 0);
-    // GPUs of victims preempted in this pass for a job that has not started yet.
-    std::vector<std::uint32_t> held(o.nodes, 0);
-    std::uint32_t stamp = 0;
-    for (std::size_t k = 0; k < order.size(); ++k) {
-      if (shortcuts && (reach[k] == 0 || free_total == 0)) return;
-      const std::uint32_t i = order[k];
-      const Job& j = jobs[i];
-      if (j.state != State::pending) continue;
-      if (dl && backfill_preempts()) {
-        std::vector<std::uint32_t> candidates = victim_candidates(j);
-        std::sort(candidates.begin(), candidates.end());
-        if (candidates != gone) {
-          gone = std::move(candidates);
-          collect_releases();
-        }
-      }
-      const double need = need_of(j);
-      const double last =
-          now +
-          (shortcuts ? std::min(o.bf_window_s, reach[k + 1] + o.bf_resolution_s) : o.bf_window_s);
-      std::vector<double> times;
-      times.push_back(now);
-      for (const auto& r : resv) {
-        if (r.end > now && r.end <= last) times.push_back(r.end);
-      }
-      std::sort(times.begin(), times.end());
-      level = free;
-      std::int64_t total = free_total;
-      for (std::uint32_t node = 0; node < o.nodes; ++node) {
-        level[node] -= held[node];
-        total -= held[node];
-      }
-      std::size_t next_release = 0, next_time = 0;
-      double at = kInf;
-      std::vector<Alloc> alloc;
-      bool preempted = false;
-      bool later = false;
-      while (true) {
-        // The next candidate start: a release or the end of a reservation.
-        double c = next_time < times.size() ? times[next_time] : kInf;
-        if (next_release < releases.size()) c = std::min(c, releases[next_release].t);
-        if (c > last || c == kInf) break;
-        if (!later && c > now) {
-          // Now is tested below by preempting them; later starts count them gone, and
-          // the GPUs held for a preemptor free.
-          for (const auto g : gone) {
-            for (const auto& a : jobs[g].alloc) level[a.node] += a.gpus;
-            total += jobs[g].hold;
-          }
-          for (std::uint32_t node = 0; node < o.nodes; ++node) {
-            level[node] += held[node];
-            total += held[node];
-          }
-          later = true;
-        }
-        while (next_release < releases.size() && releases[next_release].t <= c) {
-          level[releases[next_release].node] += releases[next_release].gpus;
-          total += releases[next_release].gpus;
-          ++next_release;
-        }
-        while (next_time < times.size() && times[next_time] <= c) ++next_time;
-        if (total < j.hold && !(dl && c <= now && backfill_preempts())) continue;
-        ++stamp;
-        std::int64_t usable = total;
-        for (const auto& r : resv) {
-          if (!(c < r.end && c + need > r.begin)) continue;
-          for (const auto node : r.nodes) {
-            if (masked[node] == stamp) continue;
-            masked[node] = stamp;
-            usable -= level[node];
-          }
-        }
-        if (!dl) {
-          if (usable >= j.hold) {
-            at = c;
-            break;
-          }
-          continue;
-        }
-        // A dl shape: nodes x GPUs per node, placed as select/cons_tres places it on
-        // the nodes no overlapping reservation holds.
-        for (std::uint32_t node = 0; node < o.nodes; ++node) {
-          avail[node] = masked[node] == stamp ? 0 : level[node];
-        }
-        if (usable >= j.hold) alloc = place_dl_cons_tres(avail, j.nodes, j.per_node);
-        if (!alloc.empty()) {
-          at = c;
-          break;
-        }
-        if (c <= now && backfill_preempts()) {
-          // The will-run test with the preemptable jobs gone (preempt/dl's candidates):
-          // a start now, and Slurm preempts them for it (on nodes no higher job's
-          // reservation holds).
-          for (std::uint32_t node = 0; node < o.nodes; ++node) {
-            off[node] = masked[node] == stamp || held[node] > 0;
-          }
-          const Decision d = preempt_for(i, &off);
-          if (!d.victims.empty() && !d.alloc.empty()) {
-            for (const auto v : d.victims) {
-              for (const auto& a : jobs[v].alloc) held[a.node] += a.gpus;
-              preempt(static_cast<std::uint32_t>(v));
-            }
-            // Slurm's start fails while the victims are being requeued ("Requested nodes
-            // are busy"); the main scheduler, which runs right after the requeue, starts
-            // the preemptor only if no higher job waits (it stops at the first that
-            // cannot start), else the next backfill pass does. Until then no lower job
-            // of this pass gets the victims' GPUs.
-            bool head = true;
-            for (std::size_t h = 0; h < k && head; ++h) {
-              head = jobs[order[h]].state != State::pending;
-            }
-            if (head) {
-              std::vector<Alloc> got;
-              for (const auto& [node, gpus] : d.alloc) got.push_back({node, gpus});
-              start(i, got, std::nullopt);
-              for (const auto& a : jobs[i].alloc) held[a.node] -= std::min(held[a.node], a.gpus);
-            }
-            collect_releases();
-            preempted = true;
-            break;
-          }
-        }
-      }
-      if (preempted || at == kInf) continue;
-      if (!dl) {
-        for (std::uint32_t node = 0; node < o.nodes; ++node) {
-          if (masked[node] == stamp) level[node] = 0;
-        }
-        alloc = place_fifo(level, j.hold);
-      }
-      if (alloc.empty()) throw std::logic_error("dl-sim: backfill found no placement");
-      if (at <= now) {
-        start(i, alloc, std::nullopt);
-        // The will-run tests of the jobs after it see it run until its time limit.
-        collect_releases();
-        continue;
-      }
-      Resv r{floor_res(at), floor_res(at + need), {}};
-      for (const auto& a : alloc) r.nodes.push_back(a.node);
-      resv.push_back(std::move(r));
-    }
-  }
-
-  // Whether the backfill pass is Slurm's (backfill_pass_slurm): fifo-backfill, and the dl
-  // policy with shapes placed as Slurm places them (the calibration against slurmctld).
-  bool slurm_backfill() const { return o.policy == Policy::fifo_backfill || o.cons_tres_placement; }
-
-  // Whether a backfill pass may preempt (the dl policy in Slurm's backfill): it then runs
-  // every bf_interval while jobs wait, as Slurm's does, since a victim qualifies as time
-  // passes (just_checkpointed).
-  bool backfill_preempts() const {
-    return o.policy == Policy::dl && o.cons_tres_placement && o.priority.discretized();
+    Host host(*this);
+    sim::backfill_pass(host, o, backfill_order());
   }
 
   void queue_backfill() {
     if (backfill_queued || queue.empty()) return;
-    if (!backfill_preempts() && (!backfill_useful || free_total == 0)) return;
+    if (!backfill_preempts(o) && (!backfill_useful || free_total == 0)) return;
     const double at = (std::floor(now / o.bf_interval_s) + 1) * o.bf_interval_s;
     events.push({at, Kind::backfill, kNoJob, 0});
     backfill_queued = true;
@@ -1216,15 +795,6 @@ std::vector<std::uint32_t> Simulator::Impl::backfill_order() const {
     order.push_back(it->second);
   }
   return order;
-}
-
-std::vector<double> Simulator::Impl::reach_of(const std::vector<std::uint32_t>& order) const {
-  std::vector<double> reach(order.size() + 1, 0);
-  for (std::size_t k = order.size(); k-- > 0;) {
-    const Job& j = jobs[order[k]];
-    reach[k] = std::max(reach[k + 1], j.hold <= free_total ? j.limit : 0.0);
-  }
-  return reach;
 }
 
 }  // namespace dl::sim
