@@ -15,6 +15,7 @@
 #include "sched/preempt.h"
 #include "sched/sim/backfill.h"
 #include "sched/sim/job.h"
+#include "sched/sim/metrics.h"
 #include "sched/sim/placement.h"
 
 namespace dl::sim {
@@ -114,11 +115,7 @@ struct Simulator::Impl {
   mutable std::vector<std::uint32_t> scratch;
   std::uint64_t preemptions = 0;
   double lost_gpu_s = 0;
-  // The metrics' integrals over [first submit, last submit].
-  std::multiset<std::uint32_t> pending_gpus;  // the GPUs of every pending job
-  std::int64_t used_gpus = 0;
-  double span_begin = 0, span_end = 0, last_account = 0;
-  double used_gpu_s = 0, idle_fit_gpu_s = 0;
+  Usage usage;  // the metrics' integrals
 
   Impl(std::vector<TraceJob> trace, const Options& options) : o(options) {
     check_options();
@@ -185,25 +182,7 @@ struct Simulator::Impl {
       jobs.push_back(std::move(j));
     }
     scratch.reserve(o.nodes);
-    if (!jobs.empty()) {
-      span_begin = last_account = jobs.front().t.submit_s;
-      span_end = jobs.back().t.submit_s;
-      // Jobs all submitted at once: the whole run instead.
-      if (span_end <= span_begin) span_end = kInf;
-    }
-  }
-
-  // Adds the state since the last event to the metrics' integrals (call before `now`
-  // moves on).
-  void account(double t) {
-    const double a = std::max(last_account, span_begin), b = std::min(t, span_end);
-    if (b > a) {
-      used_gpu_s += static_cast<double>(used_gpus) * (b - a);
-      if (!pending_gpus.empty() && *pending_gpus.begin() <= free_total) {
-        idle_fit_gpu_s += static_cast<double>(free_total) * (b - a);
-      }
-    }
-    last_account = std::max(last_account, t);
+    if (!jobs.empty()) usage = Usage(jobs.front().t.submit_s, jobs.back().t.submit_s);
   }
 
   void check_options() const {
@@ -275,7 +254,7 @@ struct Simulator::Impl {
       }
     }
     queue.emplace(j.queue_key, i);
-    pending_gpus.insert(j.hold);
+    usage.add_pending(j.hold);
     backfill_useful |= j.hold <= free_total;
     ++version;
   }
@@ -301,7 +280,7 @@ struct Simulator::Impl {
 
   void dequeue(std::uint32_t i) {
     queue.erase({jobs[i].queue_key, i});
-    pending_gpus.erase(pending_gpus.find(jobs[i].hold));
+    usage.remove_pending(jobs[i].hold);
   }
 
   std::optional<std::uint32_t> head() const {
@@ -327,7 +306,7 @@ struct Simulator::Impl {
     j.waited += now - j.eligible;
     for (const auto& a : alloc) set_free(a.node, free[a.node] - a.gpus);
     j.alloc = alloc;
-    used_gpus += j.t.gpus;
+    usage.add_used(j.t.gpus);
     j.state = State::running;
     j.run_start = now;
     j.run_restore = j.runs > 0 ? o.restore_s : 0;
@@ -350,7 +329,7 @@ struct Simulator::Impl {
     Job& j = jobs[i];
     lost_gpu_s += j.hold * std::min(now - j.run_start, j.run_restore);
     for (const auto& a : j.alloc) set_free(a.node, free[a.node] + a.gpus);
-    used_gpus -= j.t.gpus;
+    usage.add_used(-std::int64_t{j.t.gpus});
     j.alloc.clear();
     j.attained += j.hold * (now - j.run_start);
     const std::uint32_t last = running.back();
@@ -682,7 +661,7 @@ struct Simulator::Impl {
       const double t = next_event_time();
       if (t == kInf) throw std::logic_error("dl-sim: pending jobs but nothing left to happen");
       if (t > until) break;
-      account(t);
+      usage.account(t, free_total);  // the state since the last event
       now = std::max(now, t);
       bool backfill = false;
       while (next_arrival < jobs.size() && jobs[next_arrival].t.submit_s <= now) {
@@ -728,40 +707,19 @@ struct Simulator::Impl {
   }
 
   Result result() const {
-    Result r;
-    r.jobs = jobs.size();
-    if (jobs.empty()) return r;
-    std::vector<double> jct;
-    jct.reserve(jobs.size());
-    double queue = 0, first_submit = kInf, last_finish = 0;
+    std::vector<JobOutcome> outcomes;
+    std::uint64_t split = 0;
     for (const auto& j : jobs) {
-      jct.push_back(j.finish - j.t.submit_s);
-      queue += j.first_start - j.t.submit_s;
-      first_submit = std::min(first_submit, j.t.submit_s);
-      last_finish = std::max(last_finish, j.finish);
-      r.split_small_jobs += j.split;
-      r.outcomes.push_back({j.t.id, j.t.name.empty() ? std::to_string(j.t.id) : j.t.name,
-                            j.t.submit_s, j.first_start, j.finish});
+      outcomes.push_back({j.t.id, j.t.name.empty() ? std::to_string(j.t.id) : j.t.name,
+                          j.t.submit_s, j.first_start, j.finish});
+      split += j.split;
     }
-    r.runs = runs;
-    std::sort(jct.begin(), jct.end());
-    const auto pct = [&](double q) {
-      const auto k = static_cast<std::size_t>(std::ceil(q * static_cast<double>(jct.size())));
-      return jct[std::clamp<std::size_t>(k, 1, jct.size()) - 1];
-    };
-    double sum = 0;
-    for (const auto x : jct) sum += x;
-    r.avg_jct_s = sum / static_cast<double>(jct.size());
-    r.p50_jct_s = pct(0.50);
-    r.p95_jct_s = pct(0.95);
-    r.avg_queue_s = queue / static_cast<double>(jobs.size());
-    r.makespan_s = last_finish - first_submit;
-    const double capacity = static_cast<double>(o.nodes) * o.gpus_per_node *
-                            (std::min(span_end, last_finish) - span_begin);
-    r.gpu_util = capacity > 0 ? used_gpu_s / capacity : 0;
-    r.idle_while_fit = capacity > 0 ? idle_fit_gpu_s / capacity : 0;
+    Result r =
+        summarize(std::move(outcomes), usage, static_cast<double>(o.nodes) * o.gpus_per_node);
+    r.split_small_jobs = split;
     r.preemptions = preemptions;
     r.lost_gpu_s = lost_gpu_s;
+    r.runs = runs;
     return r;
   }
 };
