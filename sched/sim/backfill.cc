@@ -421,11 +421,11 @@ std::size_t Profile::split_at(double t) {
 }
 
 bool slurm_backfill(const Options& o) {
-  return o.policy == Policy::fifo_backfill || o.cons_tres_placement;
+  return o.policy == Policy::fifo_backfill || cons_tres_placement(o.shapes);
 }
 
 bool backfill_preempts(const Options& o) {
-  return o.policy == Policy::dl && o.cons_tres_placement && o.priority.discretized();
+  return o.policy == Policy::dl && cons_tres_placement(o.shapes) && o.priority.discretized();
 }
 
 void backfill_pass(BackfillHost& host, const Options& o, const std::vector<std::uint32_t>& order) {

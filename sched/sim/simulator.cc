@@ -71,14 +71,13 @@ Policy parse_policy(std::string_view name) {
   throw InputError(fmt::format("--policy={}: expected fifo-backfill or dl", name));
 }
 
-void set_shapes(Options& o, std::string_view shapes) {
-  if (shapes != "pack" && shapes != "even" && shapes != "even-first" && shapes != "even-reshaped") {
-    throw InputError(
-        fmt::format("--shapes={}: expected pack, even, even-first or even-reshaped", shapes));
-  }
-  o.even_shapes = shapes != "pack";
-  o.other_even_splits = shapes == "even" || shapes == "even-reshaped";
-  o.cons_tres_placement = shapes == "even-first" || shapes == "even-reshaped";
+Shapes parse_shapes(std::string_view name) {
+  if (name == "pack") return Shapes::pack;
+  if (name == "even") return Shapes::even;
+  if (name == "even-first") return Shapes::even_first;
+  if (name == "even-reshaped") return Shapes::even_reshaped;
+  throw InputError(
+      fmt::format("--shapes={}: expected pack, even, even-first or even-reshaped", name));
 }
 
 std::string_view to_string(Policy policy) { return policy == Policy::dl ? "dl" : "fifo-backfill"; }
@@ -120,7 +119,7 @@ struct Simulator::Impl {
   Impl(std::vector<TraceJob> trace, const Options& options) : o(options) {
     check_options();
     // site_factor/dl's reshape=yes under Slurm's schedulers: --shapes even-reshaped.
-    if (o.priority.reshape && o.cons_tres_placement) o.other_even_splits = true;
+    if (o.priority.reshape && o.shapes == Shapes::even_first) o.shapes = Shapes::even_reshaped;
     std::stable_sort(trace.begin(), trace.end(), [](const TraceJob& a, const TraceJob& b) {
       return a.submit_s != b.submit_s ? a.submit_s < b.submit_s : a.id < b.id;
     });
@@ -147,12 +146,13 @@ struct Simulator::Impl {
       if (o.policy == Policy::dl) {
         Shape s;
         try {
-          if (o.even_shapes) {
+          if (o.shapes != Shapes::pack) {
             // job_submit/dl's shape for --dl-placement=even, then the other even splits.
             s = fit_gang(Gang{t.gpus, Placement::even, std::nullopt, std::nullopt}, capacity,
                          "dl-sim");
             const auto all = even_splits(t.gpus, o.gpus_per_node, o.nodes);
-            for (std::size_t k = 1; o.other_even_splits && k < all.size(); ++k) {
+            const bool others = o.shapes == Shapes::even || o.shapes == Shapes::even_reshaped;
+            for (std::size_t k = 1; others && k < all.size(); ++k) {
               j.more_shapes.emplace_back(all[k].nodes_min, all[k].gpus_per_node);
             }
           } else {
@@ -222,8 +222,9 @@ struct Simulator::Impl {
     const std::uint32_t need = j.per_node;
     for (std::uint32_t g = need; g <= o.gpus_per_node; ++g) fitting += nodes_with_free[g];
     if (fitting >= j.nodes) {
-      auto alloc = o.cons_tres_placement ? place_dl_cons_tres(free, j.nodes, j.per_node)
-                                         : place_dl(free, j.nodes, j.per_node, leaf_of, leaves);
+      auto alloc = cons_tres_placement(o.shapes)
+                       ? place_dl_cons_tres(free, j.nodes, j.per_node)
+                       : place_dl(free, j.nodes, j.per_node, leaf_of, leaves);
       if (!alloc.empty()) return alloc;
     }
     return place_other_shapes(free, j);
@@ -491,8 +492,9 @@ struct Simulator::Impl {
         }
         if (!d.victims.empty()) {
           // select/cons_tres places the preemptor on what the victims leave.
-          alloc = o.cons_tres_placement ? place_dl_cons_tres(scratch, j.nodes, j.per_node)
-                                        : place_dl(scratch, j.nodes, j.per_node, leaf_of, leaves);
+          alloc = cons_tres_placement(o.shapes)
+                      ? place_dl_cons_tres(scratch, j.nodes, j.per_node)
+                      : place_dl(scratch, j.nodes, j.per_node, leaf_of, leaves);
           if (alloc.empty()) throw std::logic_error("dl-sim: victims freed no room");
         }
       }
@@ -530,9 +532,9 @@ struct Simulator::Impl {
   // qualifies from two seconds after its checkpoint on (rule_lag()); otherwise exact.
   double rule_run_time(const Job& v) const {
     const double run = now - v.run_start;
-    return o.cons_tres_placement ? checkpointed_progress(std::floor(run + kEps)) : run;
+    return cons_tres_placement(o.shapes) ? checkpointed_progress(std::floor(run + kEps)) : run;
   }
-  double rule_lag() const { return o.cons_tres_placement ? 2.0 : 0.0; }
+  double rule_lag() const { return cons_tres_placement(o.shapes) ? 2.0 : 0.0; }
 
   // How long after a periodic checkpoint a job may still be a victim: preempt/dl's two
   // site-factor intervals.
@@ -546,7 +548,7 @@ struct Simulator::Impl {
     if (o.policy != Policy::dl || !o.priority.discretized()) return;
     // Slurm's main scheduler tries no lower job of a partition once one has failed in
     // it (job_scheduler.c, failed_parts): they preempt in its backfill pass.
-    if (o.cons_tres_placement) return;
+    if (cons_tres_placement(o.shapes)) return;
     std::vector<std::uint32_t> order = backfill_order();
     for (std::size_t k = 1; k < order.size(); ++k) {
       const std::uint32_t i = order[k];

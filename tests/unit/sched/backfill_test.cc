@@ -189,9 +189,7 @@ TEST(Backfill, SlurmsPassPlacesDlShapesAsConsTresAndReservesTheirNodes) {
   };
   for (const auto& c : cases) {
     Options o = cluster(Policy::dl, 4, 4);
-    o.even_shapes = true;
-    o.other_even_splits = false;
-    o.cons_tres_placement = true;
+    o.shapes = Shapes::even_first;
     FakeHost host({4, 4, 4, 4});
     host.add_running({{0, 4}}, 600);
     host.add_running({{1, 3}}, 600);
