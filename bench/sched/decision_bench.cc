@@ -46,7 +46,7 @@ dl::sim::Simulator& loaded(Policy policy, bool queues = false) {
     o.nodes_per_switch = 32;
     if (queues) {
       o.priority = dl::parse_priority_params("queues=4h:64h,starve=16");
-      o.even_shapes = true;
+      o.shapes = dl::sim::Shapes::even;
     }
     sim = std::make_unique<dl::sim::Simulator>(std::move(trace), o);
     sim->run_until(kPending + 0.5);

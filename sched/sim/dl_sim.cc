@@ -192,7 +192,7 @@ int main(int argc, char** argv) {
     o.policy = dl::sim::parse_policy(policy_name);
     o.round_limits = !minute_limits;
     o.priority = dl::parse_priority_params(priority_text);
-    dl::sim::set_shapes(o, shapes);
+    o.shapes = dl::sim::parse_shapes(shapes);
     std::vector<dl::TraceJob> jobs;
     try {
       jobs = dl::parse_trace(read_all(trace_path));

@@ -9,279 +9,20 @@
 #include <random>
 #include <set>
 #include <stdexcept>
-#include <tuple>
 
 #include "core/error.h"
 #include "sched/gang.h"
 #include "sched/preempt.h"
+#include "sched/sim/backfill.h"
+#include "sched/sim/job.h"
+#include "sched/sim/metrics.h"
+#include "sched/sim/placement.h"
 
 namespace dl::sim {
 namespace {
 
-constexpr double kInf = std::numeric_limits<double>::infinity();
-constexpr double kEps = 1e-6;
-
-struct Alloc {
-  std::uint32_t node;
-  std::uint32_t gpus;
-};
-
-enum class State : std::uint8_t { future, requeued, pending, running, done };
-
-struct Job {
-  TraceJob t;
-  double limit = 0;                // the user's time limit, whole minutes
-  std::optional<double> time_min;  // dl: checkpointable jobs may run in shorter holes
-  std::uint32_t nodes = 1;         // dl: nodes of the shape
-  std::uint32_t per_node = 0;      // dl: GPUs per node of the shape
-  std::uint32_t hold = 0;          // GPUs held while running
-  // dl, even shapes: the other even splits (nodes, GPUs per node), tried in order when
-  // the first (nodes, per_node) does not fit.
-  std::vector<std::pair<std::uint32_t, std::uint32_t>> more_shapes;
-  State state = State::future;
-  double eligible = 0;   // pending since
-  double waited = 0;     // seconds pending before that (earlier waits)
-  double work_done = 0;  // progress kept (from the last checkpoint at run start)
-  double attained = 0;   // GPU-seconds of finished runs
-  double run_start = 0;
-  double run_restore = 0;
-  double completion = 0;  // when the current run completes the job
-  double est_end = 0;     // the scheduler's view: start + time limit of this run
-  std::optional<double> slot_end;
-  std::uint64_t epoch = 0;  // invalidates end events of earlier runs
-  std::uint32_t runs = 0;
-  std::size_t running_pos = 0;
-  double first_start = -1;
-  double finish = 0;
-  bool split = false;
-  double queue_key = 0;
-  std::vector<Alloc> alloc;
-};
-
 // Slurm-like uniform draws that do not depend on the standard library's distributions.
 double uniform01(std::mt19937_64& rng) { return static_cast<double>(rng() >> 11) * 0x1.0p-53; }
-
-// select/cons_tres' choice of nodes (its _eval_nodes): the runs of consecutive nodes
-// with at least `min_free` free GPUs are the candidate sets; while the request is not
-// met it takes the set that holds what is missing with the fewest free GPUs, or else the
-// largest one (the first of equals), nodes from the set in order.
-struct NodeRun {
-  std::size_t start, end;
-  std::uint64_t sum;    // free GPUs
-  std::uint32_t count;  // nodes
-};
-
-std::vector<NodeRun> node_runs(const std::vector<std::uint32_t>& free, std::uint32_t min_free) {
-  std::vector<NodeRun> runs;
-  const std::size_t n = free.size();
-  for (std::size_t i = 0; i < n;) {
-    if (free[i] < min_free) {
-      ++i;
-      continue;
-    }
-    NodeRun r{i, i, 0, 0};
-    while (i < n && free[i] >= min_free) {
-      r.sum += free[i++];
-      ++r.count;
-    }
-    r.end = i;
-    runs.push_back(r);
-  }
-  return runs;
-}
-
-// The run cons_tres takes next while `left` is missing; `size` is what the request
-// counts in a run (its free GPUs or its nodes); a taken run has size 0.
-template <class Size>
-NodeRun& next_run(std::vector<NodeRun>& runs, std::uint64_t left, Size size) {
-  std::size_t pick = runs.size();
-  for (std::size_t k = 0; k < runs.size(); ++k) {
-    if (size(runs[k]) == 0) continue;
-    if (pick == runs.size()) {
-      pick = k;
-      continue;
-    }
-    const bool fits = size(runs[k]) >= left, pick_fits = size(runs[pick]) >= left;
-    if (fits ? !pick_fits || runs[k].sum < runs[pick].sum
-             : !pick_fits && runs[k].sum > runs[pick].sum) {
-      pick = k;
-    }
-  }
-  return runs[pick];
-}
-
-std::vector<Alloc> sorted_by_node(std::vector<Alloc> alloc) {
-  std::sort(alloc.begin(), alloc.end(),
-            [](const Alloc& x, const Alloc& y) { return x.node < y.node; });
-  return alloc;
-}
-
-// --gpus=N as select/cons_tres places it: GPUs from the nodes of the runs it takes. A
-// gang may span several runs: only --contiguous asks for one.
-std::vector<Alloc> place_fifo(const std::vector<std::uint32_t>& free, std::uint32_t gpus) {
-  auto runs = node_runs(free, 1);
-  std::uint64_t total = 0;
-  for (const auto& r : runs) total += r.sum;
-  std::vector<Alloc> alloc;
-  if (total < gpus) return alloc;
-  std::uint32_t left = gpus;
-  while (left > 0) {
-    NodeRun& r = next_run(runs, left, [](const NodeRun& run) { return run.sum; });
-    for (std::size_t k = r.start; k < r.end && left > 0; ++k) {
-      const auto take = std::min(left, free[k]);
-      alloc.push_back({static_cast<std::uint32_t>(k), take});
-      left -= take;
-    }
-    r.sum = r.count = 0;
-  }
-  return sorted_by_node(std::move(alloc));
-}
-
-// A dl shape: one node with the fewest free GPUs that suffice (best fit, so large
-// holes stay whole), or `nodes` nodes with `per_node` free GPUs each, those with the
-// fewest free GPUs first (whole nodes for a whole-node shape), under one leaf switch
-// when one has enough (the leaf with the fewest such nodes that suffice).
-std::vector<Alloc> place_dl(const std::vector<std::uint32_t>& free, std::uint32_t nodes,
-                            std::uint32_t per_node, const std::vector<std::uint32_t>& leaf_of,
-                            std::uint32_t leaves) {
-  std::vector<Alloc> alloc;
-  const std::size_t n = free.size();
-  if (nodes == 1) {
-    std::size_t best = n;
-    for (std::size_t k = 0; k < n; ++k) {
-      if (free[k] >= per_node && (best == n || free[k] < free[best])) best = k;
-    }
-    if (best != n) alloc.push_back({static_cast<std::uint32_t>(best), per_node});
-    return alloc;
-  }
-  std::optional<std::uint32_t> leaf;
-  if (leaves > 1) {
-    std::vector<std::uint32_t> fit(leaves, 0);
-    for (std::size_t k = 0; k < n; ++k) fit[leaf_of[k]] += free[k] >= per_node;
-    for (std::uint32_t l = 0; l < leaves; ++l) {
-      if (fit[l] >= nodes && (!leaf || fit[l] < fit[*leaf])) leaf = l;
-    }
-  }
-  std::vector<std::uint32_t> cand;
-  for (std::size_t k = 0; k < n; ++k) {
-    if (free[k] >= per_node && (!leaf || leaf_of[k] == *leaf)) {
-      cand.push_back(static_cast<std::uint32_t>(k));
-    }
-  }
-  if (cand.size() < nodes) return alloc;
-  std::stable_sort(cand.begin(), cand.end(),
-                   [&](std::uint32_t a, std::uint32_t b) { return free[a] < free[b]; });
-  cand.resize(nodes);
-  std::sort(cand.begin(), cand.end());
-  for (const auto k : cand) alloc.push_back({k, per_node});
-  return alloc;
-}
-
-// A dl shape as select/cons_tres places it when the job asks for `per_node` GPUs on each
-// of `nodes` nodes: the runs are of nodes with that many free GPUs, and the run taken is
-// the one with enough of them and the fewest free GPUs, or else the largest. Not best
-// fit: a one-node job may take a node with more free GPUs than another run's single
-// node, if its run has fewer free GPUs in all.
-std::vector<Alloc> place_dl_cons_tres(const std::vector<std::uint32_t>& free, std::uint32_t nodes,
-                                      std::uint32_t per_node) {
-  auto runs = node_runs(free, per_node);
-  std::uint64_t total = 0;
-  for (const auto& r : runs) total += r.count;
-  std::vector<Alloc> alloc;
-  if (total < nodes) return alloc;
-  std::uint32_t left = nodes;
-  while (left > 0) {
-    NodeRun& r = next_run(runs, left, [](const NodeRun& run) { return run.count; });
-    for (std::size_t k = r.start; k < r.end && left > 0; ++k, --left) {
-      alloc.push_back({static_cast<std::uint32_t>(k), per_node});
-    }
-    r.sum = r.count = 0;
-  }
-  return sorted_by_node(std::move(alloc));
-}
-
-// Free GPUs over time as steps, for backfill reservations: free_[i] holds on
-// [times_[i], times_[i+1]); the last step lasts forever. Times are multiples of
-// bf_resolution from now (Slurm's backfill works in such slots, 60 s by default),
-// which also keeps the number of steps small.
-double slot_up(double now, double resolution, double t) {
-  return t <= now ? now : now + std::ceil((t - now) / resolution - 1e-9) * resolution;
-}
-
-class Profile {
- public:
-  Profile(double now, double resolution, std::int64_t free_now,
-          std::vector<std::pair<double, std::int64_t>> releases)
-      : now_(now), res_(resolution) {
-    for (auto& r : releases) r.first = round_up(r.first);
-    std::sort(releases.begin(), releases.end());
-    times_.push_back(now);
-    free_.push_back(free_now);
-    for (const auto& [t, g] : releases) {
-      if (t <= times_.back()) {
-        free_.back() += g;
-      } else {
-        times_.push_back(t);
-        free_.push_back(free_.back() + g);
-      }
-    }
-  }
-
-  // Earliest start in [from, before) of a window of `d` seconds with `g` GPUs free
-  // throughout; infinity when there is none.
-  double earliest(std::int64_t g, double d, double from, double before) const {
-    const std::size_t n = times_.size();
-    std::size_t j = step_at(from);
-    double start = from;
-    while (true) {
-      while (free_[j] < g) {
-        if (++j == n || times_[j] >= before) return kInf;
-        start = times_[j];
-      }
-      const double end = start + d;
-      while (true) {
-        if (j + 1 == n || times_[j + 1] >= end) return start;
-        if (free_[++j] < g) break;
-      }
-    }
-  }
-
-  // First time >= from at which fewer than g GPUs are free (infinity: never).
-  double window_end(std::int64_t g, double from) const {
-    for (std::size_t j = step_at(from); j < times_.size(); ++j) {
-      if (free_[j] < g) return std::max(times_[j], from);
-    }
-    return kInf;
-  }
-
-  // Takes g GPUs on [s, e), widened to whole slots.
-  void occupy(double s, double e, std::int64_t g) {
-    const std::size_t a = split_at(round_down(s));
-    const std::size_t b = e == kInf ? times_.size() : split_at(round_up(e));
-    for (std::size_t k = a; k < b; ++k) free_[k] -= g;
-  }
-
- private:
-  double round_up(double t) const { return slot_up(now_, res_, t); }
-  double round_down(double t) const {
-    return t <= now_ ? now_ : now_ + std::floor((t - now_) / res_ + 1e-9) * res_;
-  }
-  std::size_t step_at(double t) const {
-    const auto it = std::upper_bound(times_.begin(), times_.end(), t);
-    return static_cast<std::size_t>(std::max<std::ptrdiff_t>(it - times_.begin() - 1, 0));
-  }
-  std::size_t split_at(double t) {
-    const std::size_t i = step_at(t);
-    if (times_[i] == t) return i;
-    times_.insert(times_.begin() + static_cast<std::ptrdiff_t>(i) + 1, t);
-    free_.insert(free_.begin() + static_cast<std::ptrdiff_t>(i) + 1, free_[i]);
-    return i + 1;
-  }
-  double now_;
-  double res_;
-  std::vector<double> times_;
-  std::vector<std::int64_t> free_;
-};
 
 enum class Kind : std::uint8_t { end, eligible, backfill, promote, tick };
 
@@ -330,14 +71,13 @@ Policy parse_policy(std::string_view name) {
   throw InputError(fmt::format("--policy={}: expected fifo-backfill or dl", name));
 }
 
-void set_shapes(Options& o, std::string_view shapes) {
-  if (shapes != "pack" && shapes != "even" && shapes != "even-first" && shapes != "even-reshaped") {
-    throw InputError(
-        fmt::format("--shapes={}: expected pack, even, even-first or even-reshaped", shapes));
-  }
-  o.even_shapes = shapes != "pack";
-  o.other_even_splits = shapes == "even" || shapes == "even-reshaped";
-  o.cons_tres_placement = shapes == "even-first" || shapes == "even-reshaped";
+Shapes parse_shapes(std::string_view name) {
+  if (name == "pack") return Shapes::pack;
+  if (name == "even") return Shapes::even;
+  if (name == "even-first") return Shapes::even_first;
+  if (name == "even-reshaped") return Shapes::even_reshaped;
+  throw InputError(
+      fmt::format("--shapes={}: expected pack, even, even-first or even-reshaped", name));
 }
 
 std::string_view to_string(Policy policy) { return policy == Policy::dl ? "dl" : "fifo-backfill"; }
@@ -345,9 +85,6 @@ std::string_view to_string(Policy policy) { return policy == Policy::dl ? "dl" :
 struct Simulator::Impl {
   // The pending jobs a backfill pass looks at, highest priority first (bf_max_job_test).
   std::vector<std::uint32_t> backfill_order() const;
-  // reach[k]: the longest limit among the jobs from the k-th on that fit in the free GPUs
-  // now; a reservation beginning later cannot change what a pass starts.
-  std::vector<double> reach_of(const std::vector<std::uint32_t>& order) const;
   Options o;
   std::vector<Job> jobs;  // in submit order
   std::vector<std::uint32_t> free;
@@ -377,16 +114,12 @@ struct Simulator::Impl {
   mutable std::vector<std::uint32_t> scratch;
   std::uint64_t preemptions = 0;
   double lost_gpu_s = 0;
-  // The metrics' integrals over [first submit, last submit].
-  std::multiset<std::uint32_t> pending_gpus;  // the GPUs of every pending job
-  std::int64_t used_gpus = 0;
-  double span_begin = 0, span_end = 0, last_account = 0;
-  double used_gpu_s = 0, idle_fit_gpu_s = 0;
+  Usage usage;  // the metrics' integrals
 
   Impl(std::vector<TraceJob> trace, const Options& options) : o(options) {
     check_options();
     // site_factor/dl's reshape=yes under Slurm's schedulers: --shapes even-reshaped.
-    if (o.priority.reshape && o.cons_tres_placement) o.other_even_splits = true;
+    if (o.priority.reshape && o.shapes == Shapes::even_first) o.shapes = Shapes::even_reshaped;
     std::stable_sort(trace.begin(), trace.end(), [](const TraceJob& a, const TraceJob& b) {
       return a.submit_s != b.submit_s ? a.submit_s < b.submit_s : a.id < b.id;
     });
@@ -413,12 +146,13 @@ struct Simulator::Impl {
       if (o.policy == Policy::dl) {
         Shape s;
         try {
-          if (o.even_shapes) {
+          if (o.shapes != Shapes::pack) {
             // job_submit/dl's shape for --dl-placement=even, then the other even splits.
             s = fit_gang(Gang{t.gpus, Placement::even, std::nullopt, std::nullopt}, capacity,
                          "dl-sim");
             const auto all = even_splits(t.gpus, o.gpus_per_node, o.nodes);
-            for (std::size_t k = 1; o.other_even_splits && k < all.size(); ++k) {
+            const bool others = o.shapes == Shapes::even || o.shapes == Shapes::even_reshaped;
+            for (std::size_t k = 1; others && k < all.size(); ++k) {
               j.more_shapes.emplace_back(all[k].nodes_min, all[k].gpus_per_node);
             }
           } else {
@@ -448,25 +182,7 @@ struct Simulator::Impl {
       jobs.push_back(std::move(j));
     }
     scratch.reserve(o.nodes);
-    if (!jobs.empty()) {
-      span_begin = last_account = jobs.front().t.submit_s;
-      span_end = jobs.back().t.submit_s;
-      // Jobs all submitted at once: the whole run instead.
-      if (span_end <= span_begin) span_end = kInf;
-    }
-  }
-
-  // Adds the state since the last event to the metrics' integrals (call before `now`
-  // moves on).
-  void account(double t) {
-    const double a = std::max(last_account, span_begin), b = std::min(t, span_end);
-    if (b > a) {
-      used_gpu_s += static_cast<double>(used_gpus) * (b - a);
-      if (!pending_gpus.empty() && *pending_gpus.begin() <= free_total) {
-        idle_fit_gpu_s += static_cast<double>(free_total) * (b - a);
-      }
-    }
-    last_account = std::max(last_account, t);
+    if (!jobs.empty()) usage = Usage(jobs.front().t.submit_s, jobs.back().t.submit_s);
   }
 
   void check_options() const {
@@ -506,8 +222,9 @@ struct Simulator::Impl {
     const std::uint32_t need = j.per_node;
     for (std::uint32_t g = need; g <= o.gpus_per_node; ++g) fitting += nodes_with_free[g];
     if (fitting >= j.nodes) {
-      auto alloc = o.cons_tres_placement ? place_dl_cons_tres(free, j.nodes, j.per_node)
-                                         : place_dl(free, j.nodes, j.per_node, leaf_of, leaves);
+      auto alloc = cons_tres_placement(o.shapes)
+                       ? place_dl_cons_tres(free, j.nodes, j.per_node)
+                       : place_dl(free, j.nodes, j.per_node, leaf_of, leaves);
       if (!alloc.empty()) return alloc;
     }
     return place_other_shapes(free, j);
@@ -538,7 +255,7 @@ struct Simulator::Impl {
       }
     }
     queue.emplace(j.queue_key, i);
-    pending_gpus.insert(j.hold);
+    usage.add_pending(j.hold);
     backfill_useful |= j.hold <= free_total;
     ++version;
   }
@@ -564,7 +281,7 @@ struct Simulator::Impl {
 
   void dequeue(std::uint32_t i) {
     queue.erase({jobs[i].queue_key, i});
-    pending_gpus.erase(pending_gpus.find(jobs[i].hold));
+    usage.remove_pending(jobs[i].hold);
   }
 
   std::optional<std::uint32_t> head() const {
@@ -590,7 +307,7 @@ struct Simulator::Impl {
     j.waited += now - j.eligible;
     for (const auto& a : alloc) set_free(a.node, free[a.node] - a.gpus);
     j.alloc = alloc;
-    used_gpus += j.t.gpus;
+    usage.add_used(j.t.gpus);
     j.state = State::running;
     j.run_start = now;
     j.run_restore = j.runs > 0 ? o.restore_s : 0;
@@ -613,7 +330,7 @@ struct Simulator::Impl {
     Job& j = jobs[i];
     lost_gpu_s += j.hold * std::min(now - j.run_start, j.run_restore);
     for (const auto& a : j.alloc) set_free(a.node, free[a.node] + a.gpus);
-    used_gpus -= j.t.gpus;
+    usage.add_used(-std::int64_t{j.t.gpus});
     j.alloc.clear();
     j.attained += j.hold * (now - j.run_start);
     const std::uint32_t last = running.back();
@@ -775,8 +492,9 @@ struct Simulator::Impl {
         }
         if (!d.victims.empty()) {
           // select/cons_tres places the preemptor on what the victims leave.
-          alloc = o.cons_tres_placement ? place_dl_cons_tres(scratch, j.nodes, j.per_node)
-                                        : place_dl(scratch, j.nodes, j.per_node, leaf_of, leaves);
+          alloc = cons_tres_placement(o.shapes)
+                      ? place_dl_cons_tres(scratch, j.nodes, j.per_node)
+                      : place_dl(scratch, j.nodes, j.per_node, leaf_of, leaves);
           if (alloc.empty()) throw std::logic_error("dl-sim: victims freed no room");
         }
       }
@@ -814,9 +532,9 @@ struct Simulator::Impl {
   // qualifies from two seconds after its checkpoint on (rule_lag()); otherwise exact.
   double rule_run_time(const Job& v) const {
     const double run = now - v.run_start;
-    return o.cons_tres_placement ? checkpointed_progress(std::floor(run + kEps)) : run;
+    return cons_tres_placement(o.shapes) ? checkpointed_progress(std::floor(run + kEps)) : run;
   }
-  double rule_lag() const { return o.cons_tres_placement ? 2.0 : 0.0; }
+  double rule_lag() const { return cons_tres_placement(o.shapes) ? 2.0 : 0.0; }
 
   // How long after a periodic checkpoint a job may still be a victim: preempt/dl's two
   // site-factor intervals.
@@ -830,7 +548,7 @@ struct Simulator::Impl {
     if (o.policy != Policy::dl || !o.priority.discretized()) return;
     // Slurm's main scheduler tries no lower job of a partition once one has failed in
     // it (job_scheduler.c, failed_parts): they preempt in its backfill pass.
-    if (o.cons_tres_placement) return;
+    if (cons_tres_placement(o.shapes)) return;
     std::vector<std::uint32_t> order = backfill_order();
     for (std::size_t k = 1; k < order.size(); ++k) {
       const std::uint32_t i = order[k];
@@ -877,357 +595,56 @@ struct Simulator::Impl {
     }
   }
 
-  // The nodes the highest job that has to wait will start on, and when, from the time
-  // limits of the running jobs. Slurm's backfill reserves specific nodes for it, so a
-  // lower job may use them only if it ends before then; without this a gang of whole
-  // nodes could wait forever behind small jobs that keep a GPU of every node busy.
-  struct NodeReservation {
-    double start = kInf;
-    std::vector<std::uint32_t> nodes;
-  };
-
-  NodeReservation reserve_nodes(const Job& j) const {
-    std::vector<std::tuple<double, std::uint32_t, std::uint32_t>> releases;
-    for (const auto r : running) {
-      for (const auto& a : jobs[r].alloc) {
-        releases.emplace_back(std::max(jobs[r].est_end, now), a.node, a.gpus);
-      }
-    }
-    std::sort(releases.begin(), releases.end());
-    std::vector<std::uint32_t>& level = scratch;
-    level = free;
-    NodeReservation res;
-    const std::uint32_t need = o.policy == Policy::fifo_backfill ? 1 : j.per_node;
-    std::uint64_t have = 0;  // fifo: GPUs on the chosen nodes; dl: nodes that qualify
-    const auto enough = [&] {
-      return have >= (o.policy == Policy::fifo_backfill ? j.hold : j.nodes);
-    };
-    const auto consider = [&](std::uint32_t k, std::uint32_t before) {
-      if (o.policy == Policy::fifo_backfill) {
-        if (before == 0) res.nodes.push_back(k);
-        have += level[k] - before;
-      } else if (before < need && level[k] >= need) {
-        res.nodes.push_back(k);
-        ++have;
-      }
-    };
-    for (std::uint32_t k = 0; k < o.nodes && !enough(); ++k) consider(k, 0);
-    res.start = now;
-    for (const auto& [t, k, g] : releases) {
-      if (enough()) break;
-      const std::uint32_t before = level[k];
-      level[k] += g;
-      consider(k, before);
-      res.start = t;
-    }
-    if (!enough()) res.start = kInf;
-    if (o.policy == Policy::dl) res.nodes.resize(std::min<std::size_t>(res.nodes.size(), j.nodes));
-    return res;
-  }
-
-  // Placement for a job that holds its GPUs until `end`, keeping off reserved nodes.
-  std::vector<Alloc> place_until(const Job& j, double end, const NodeReservation& top) const {
-    if (end <= top.start || top.nodes.empty()) return place(j);
+  // Placement for job j now, off the nodes `off` (reserved for a higher job).
+  std::vector<Alloc> place_off(const Job& j, const std::vector<std::uint32_t>& off) const {
+    if (off.empty()) return place(j);
     if (free_total < j.hold) return {};
     scratch = free;
-    for (const auto k : top.nodes) scratch[k] = 0;
+    for (const auto k : off) scratch[k] = 0;
     if (o.policy == Policy::fifo_backfill) return place_fifo(scratch, j.hold);
     auto alloc = place_dl(scratch, j.nodes, j.per_node, leaf_of, leaves);
     if (alloc.empty()) alloc = place_other_shapes(scratch, j);
     return alloc;
   }
 
-  // Slurm's backfill pass: every pending job (up to bf_depth, best first) either
-  // starts now without delaying any higher job's reservation, or gets a reservation
-  // at its earliest start within bf_window: in GPUs over time for every job, and on
-  // specific nodes for the highest one.
+  // The simulation as the backfill passes see it.
+  class Host final : public BackfillHost {
+   public:
+    explicit Host(Impl& sim) : sim_(sim) {}
+    double now() const override { return sim_.now; }
+    const std::vector<Job>& jobs() const override { return sim_.jobs; }
+    const std::vector<std::uint32_t>& running() const override { return sim_.running; }
+    const std::vector<std::uint32_t>& free() const override { return sim_.free; }
+    std::int64_t free_total() const override { return sim_.free_total; }
+    std::vector<Alloc> place(std::uint32_t i,
+                             const std::vector<std::uint32_t>& off) const override {
+      return sim_.place_off(sim_.jobs[i], off);
+    }
+    void start(std::uint32_t i, const std::vector<Alloc>& alloc,
+               std::optional<double> slot_end) override {
+      sim_.start(i, alloc, slot_end);
+    }
+    std::vector<std::uint32_t> victim_candidates(std::uint32_t i) const override {
+      return sim_.victim_candidates(sim_.jobs[i]);
+    }
+    Decision preempt_for(std::uint32_t i, const std::vector<char>& off) const override {
+      return sim_.preempt_for(i, &off);
+    }
+    void preempt(std::uint32_t i) override { sim_.preempt(i); }
+
+   private:
+    Impl& sim_;
+  };
+
   void backfill_pass() {
-    if (slurm_backfill()) return backfill_pass_slurm();
     backfill_useful = false;
-    std::vector<std::pair<double, std::int64_t>> releases;
-    releases.reserve(running.size());
-    for (const auto r : running) {
-      releases.emplace_back(std::max(jobs[r].est_end, now + 1), jobs[r].hold);
-    }
-    Profile profile(now, o.bf_resolution_s, free_total, std::move(releases));
-    const std::vector<std::uint32_t> order = backfill_order();
-    // A reservation only matters to lower jobs that could start now, and only if it
-    // begins within their run: jobs after the k-th that fit in the free GPUs run at
-    // most `reach[k + 1]` seconds. Reservations that begin later (or all of them,
-    // once no lower job fits) cannot change what this pass starts, so they are not
-    // searched for.
-    const auto need_of = [&](const Job& j) { return j.time_min.value_or(j.limit); };
-    const std::vector<double> reach = reach_of(order);
-    std::optional<NodeReservation> top;
-    for (std::size_t k = 0; k < order.size(); ++k) {
-      if (reach[k] == 0 || free_total == 0) return;
-      const std::uint32_t i = order[k];
-      const Job& j = jobs[i];
-      const double need = need_of(j);
-      const double horizon = now + std::min(o.bf_window_s, reach[k + 1]);
-      double s = profile.earliest(j.hold, need, now, horizon);
-      bool shape_blocked = false;
-      if (s <= now + kEps) {
-        std::optional<double> slot;
-        if (j.time_min) {
-          const double hole = profile.window_end(j.hold, now);
-          if (hole < now + j.limit) slot = hole;
-        }
-        const double end = slot.value_or(now + j.limit);
-        const auto alloc = top ? place_until(j, end, *top) : place(j);
-        if (!alloc.empty()) {
-          profile.occupy(now, end, j.hold);
-          start(i, alloc, slot);
-          continue;
-        }
-        // Enough GPUs in total but not in the shape. The GPU totals cannot say when
-        // the shape fits; reserving them from the next second on would be a "phantom"
-        // reservation that keeps every lower job out of GPUs no one takes. The
-        // highest such job gets its nodes' reservation (below), the others none.
-        shape_blocked = true;
-      }
-      if (!top) {
-        top = reserve_nodes(j);
-        top->start = slot_up(now, o.bf_resolution_s, top->start);
-        if (shape_blocked) s = top->start;
-      } else if (shape_blocked) {
-        continue;
-      }
-      // Slurm reserves a job with a time_min for its time_min (backfill.c).
-      if (s < horizon) profile.occupy(s, s + need, j.hold);
-    }
-  }
-
-  // Slurm 22.05's backfill pass for plain Slurm (plugins/sched/backfill/backfill.c):
-  // jobs in priority order, up to bf_depth. Each gets the earliest start at which
-  // select/cons_tres can place it: running jobs release their GPUs at their time
-  // limits, and the nodes reserved for higher jobs in this pass (the node-space map,
-  // whole nodes) are off limits for any window that overlaps theirs. A job that can
-  // start now starts; one that can start within bf_window reserves the nodes of that
-  // placement from its start to its end, both rounded down to bf_resolution; one
-  // that cannot gets no reservation. Running jobs on shared nodes are not in the map
-  // (_bf_reserve_running only reserves whole-node jobs).
-  void backfill_pass_slurm() {
-    backfill_useful = false;
-    const bool dl = o.policy == Policy::dl;
-    struct Release {
-      double t;
-      std::uint32_t node, gpus;
-    };
-    std::vector<Release> releases;
-    // The dl policy: preempt/dl's victim candidates for the job being tested (sorted).
-    // The will-run test removes them from its map before anything else (_build_cr_job_list):
-    // a job that cannot start now even by preempting them is expected, and reserved,
-    // as if they were gone, not at their time limits.
-    std::vector<std::uint32_t> gone;
-    // cons_tres' will-run test (_will_run_test in select/cons_common/job_test.c) frees
-    // the running jobs in batches, those that end within a time window of the first
-    // (30 s, aligned to it, doubled after each batch), and reports a start at the last
-    // freed job's end: a job that needs only the first of several jobs ending close
-    // together is expected to start at the last one's end.
-    const auto collect_releases = [&] {
-      releases.clear();
-      for (const auto r : running) {
-        if (std::binary_search(gone.begin(), gone.end(), r)) continue;
-        for (const auto& a : jobs[r].alloc) {
-          releases.push_back({std::max(jobs[r].est_end, now), a.node, a.gpus});
-        }
-      }
-      std::sort(releases.begin(), releases.end(),
-                [](const Release& x, const Release& y) { return x.t < y.t; });
-      double window = 30;
-      // Aligned on the controller's clock (end_time % 30).
-      const double end_time =
-          releases.empty()
-              ? 0
-              : releases[0].t + (window - std::fmod(releases[0].t + o.clock_offset_s, window));
-      for (std::size_t k = 0, n = releases.size(); k < n;) {
-        std::size_t e = k + 1;
-        while (e < n && releases[e].t <= end_time + window) ++e;
-        for (std::size_t p = k; p < e; ++p) releases[p].t = releases[e - 1].t;
-        do {
-          window *= 2;
-        } while (e < n && releases[e].t > end_time + window);
-        k = e;
-      }
-    };
-    collect_releases();
-    const std::vector<std::uint32_t> order = backfill_order();
-    // As in backfill_pass(): reservations that begin after every lower job that could
-    // start now would end cannot change what this pass starts. (Not when the pass
-    // preempts: a job may start by preempting with no GPUs free.)
-    const bool shortcuts = !backfill_preempts();
-    const auto need_of = [&](const Job& j) { return j.time_min.value_or(j.limit); };
-    const std::vector<double> reach = reach_of(order);
-    struct Resv {
-      double begin, end;
-      std::vector<std::uint32_t> nodes;
-    };
-    std::vector<Resv> resv;
-    // Rounded down on the controller's clock.
-    const auto floor_res = [&](double t) {
-      return std::floor((t + o.clock_offset_s) / o.bf_resolution_s + 1e-9) * o.bf_resolution_s -
-             o.clock_offset_s;
-    };
-    std::vector<std::uint32_t> level(o.nodes), masked(o.nodes, 0), avail(o.nodes);
-    std::vector<char> off(o.nodes, 0);
-    // GPUs of victims preempted in this pass for a job that has not started yet.
-    std::vector<std::uint32_t> held(o.nodes, 0);
-    std::uint32_t stamp = 0;
-    for (std::size_t k = 0; k < order.size(); ++k) {
-      if (shortcuts && (reach[k] == 0 || free_total == 0)) return;
-      const std::uint32_t i = order[k];
-      const Job& j = jobs[i];
-      if (j.state != State::pending) continue;
-      if (dl && backfill_preempts()) {
-        std::vector<std::uint32_t> candidates = victim_candidates(j);
-        std::sort(candidates.begin(), candidates.end());
-        if (candidates != gone) {
-          gone = std::move(candidates);
-          collect_releases();
-        }
-      }
-      const double need = need_of(j);
-      const double last =
-          now +
-          (shortcuts ? std::min(o.bf_window_s, reach[k + 1] + o.bf_resolution_s) : o.bf_window_s);
-      std::vector<double> times;
-      times.push_back(now);
-      for (const auto& r : resv) {
-        if (r.end > now && r.end <= last) times.push_back(r.end);
-      }
-      std::sort(times.begin(), times.end());
-      level = free;
-      std::int64_t total = free_total;
-      for (std::uint32_t node = 0; node < o.nodes; ++node) {
-        level[node] -= held[node];
-        total -= held[node];
-      }
-      std::size_t next_release = 0, next_time = 0;
-      double at = kInf;
-      std::vector<Alloc> alloc;
-      bool preempted = false;
-      bool later = false;
-      while (true) {
-        // The next candidate start: a release or the end of a reservation.
-        double c = next_time < times.size() ? times[next_time] : kInf;
-        if (next_release < releases.size()) c = std::min(c, releases[next_release].t);
-        if (c > last || c == kInf) break;
-        if (!later && c > now) {
-          // Now is tested below by preempting them; later starts count them gone, and
-          // the GPUs held for a preemptor free.
-          for (const auto g : gone) {
-            for (const auto& a : jobs[g].alloc) level[a.node] += a.gpus;
-            total += jobs[g].hold;
-          }
-          for (std::uint32_t node = 0; node < o.nodes; ++node) {
-            level[node] += held[node];
-            total += held[node];
-          }
-          later = true;
-        }
-        while (next_release < releases.size() && releases[next_release].t <= c) {
-          level[releases[next_release].node] += releases[next_release].gpus;
-          total += releases[next_release].gpus;
-          ++next_release;
-        }
-        while (next_time < times.size() && times[next_time] <= c) ++next_time;
-        if (total < j.hold && !(dl && c <= now && backfill_preempts())) continue;
-        ++stamp;
-        std::int64_t usable = total;
-        for (const auto& r : resv) {
-          if (!(c < r.end && c + need > r.begin)) continue;
-          for (const auto node : r.nodes) {
-            if (masked[node] == stamp) continue;
-            masked[node] = stamp;
-            usable -= level[node];
-          }
-        }
-        if (!dl) {
-          if (usable >= j.hold) {
-            at = c;
-            break;
-          }
-          continue;
-        }
-        // A dl shape: nodes x GPUs per node, placed as select/cons_tres places it on
-        // the nodes no overlapping reservation holds.
-        for (std::uint32_t node = 0; node < o.nodes; ++node) {
-          avail[node] = masked[node] == stamp ? 0 : level[node];
-        }
-        if (usable >= j.hold) alloc = place_dl_cons_tres(avail, j.nodes, j.per_node);
-        if (!alloc.empty()) {
-          at = c;
-          break;
-        }
-        if (c <= now && backfill_preempts()) {
-          // The will-run test with the preemptable jobs gone (preempt/dl's candidates):
-          // a start now, and Slurm preempts them for it (on nodes no higher job's
-          // reservation holds).
-          for (std::uint32_t node = 0; node < o.nodes; ++node) {
-            off[node] = masked[node] == stamp || held[node] > 0;
-          }
-          const Decision d = preempt_for(i, &off);
-          if (!d.victims.empty() && !d.alloc.empty()) {
-            for (const auto v : d.victims) {
-              for (const auto& a : jobs[v].alloc) held[a.node] += a.gpus;
-              preempt(static_cast<std::uint32_t>(v));
-            }
-            // Slurm's start fails while the victims are being requeued ("Requested nodes
-            // are busy"); the main scheduler, which runs right after the requeue, starts
-            // the preemptor only if no higher job waits (it stops at the first that
-            // cannot start), else the next backfill pass does. Until then no lower job
-            // of this pass gets the victims' GPUs.
-            bool head = true;
-            for (std::size_t h = 0; h < k && head; ++h) {
-              head = jobs[order[h]].state != State::pending;
-            }
-            if (head) {
-              std::vector<Alloc> got;
-              for (const auto& [node, gpus] : d.alloc) got.push_back({node, gpus});
-              start(i, got, std::nullopt);
-              for (const auto& a : jobs[i].alloc) held[a.node] -= std::min(held[a.node], a.gpus);
-            }
-            collect_releases();
-            preempted = true;
-            break;
-          }
-        }
-      }
-      if (preempted || at == kInf) continue;
-      if (!dl) {
-        for (std::uint32_t node = 0; node < o.nodes; ++node) {
-          if (masked[node] == stamp) level[node] = 0;
-        }
-        alloc = place_fifo(level, j.hold);
-      }
-      if (alloc.empty()) throw std::logic_error("dl-sim: backfill found no placement");
-      if (at <= now) {
-        start(i, alloc, std::nullopt);
-        // The will-run tests of the jobs after it see it run until its time limit.
-        collect_releases();
-        continue;
-      }
-      Resv r{floor_res(at), floor_res(at + need), {}};
-      for (const auto& a : alloc) r.nodes.push_back(a.node);
-      resv.push_back(std::move(r));
-    }
-  }
-
-  // Whether the backfill pass is Slurm's (backfill_pass_slurm): fifo-backfill, and the dl
-  // policy with shapes placed as Slurm places them (the calibration against slurmctld).
-  bool slurm_backfill() const { return o.policy == Policy::fifo_backfill || o.cons_tres_placement; }
-
-  // Whether a backfill pass may preempt (the dl policy in Slurm's backfill): it then runs
-  // every bf_interval while jobs wait, as Slurm's does, since a victim qualifies as time
-  // passes (just_checkpointed).
-  bool backfill_preempts() const {
-    return o.policy == Policy::dl && o.cons_tres_placement && o.priority.discretized();
+    Host host(*this);
+    sim::backfill_pass(host, o, backfill_order());
   }
 
   void queue_backfill() {
     if (backfill_queued || queue.empty()) return;
-    if (!backfill_preempts() && (!backfill_useful || free_total == 0)) return;
+    if (!backfill_preempts(o) && (!backfill_useful || free_total == 0)) return;
     const double at = (std::floor(now / o.bf_interval_s) + 1) * o.bf_interval_s;
     events.push({at, Kind::backfill, kNoJob, 0});
     backfill_queued = true;
@@ -1246,7 +663,7 @@ struct Simulator::Impl {
       const double t = next_event_time();
       if (t == kInf) throw std::logic_error("dl-sim: pending jobs but nothing left to happen");
       if (t > until) break;
-      account(t);
+      usage.account(t, free_total);  // the state since the last event
       now = std::max(now, t);
       bool backfill = false;
       while (next_arrival < jobs.size() && jobs[next_arrival].t.submit_s <= now) {
@@ -1292,40 +709,19 @@ struct Simulator::Impl {
   }
 
   Result result() const {
-    Result r;
-    r.jobs = jobs.size();
-    if (jobs.empty()) return r;
-    std::vector<double> jct;
-    jct.reserve(jobs.size());
-    double queue = 0, first_submit = kInf, last_finish = 0;
+    std::vector<JobOutcome> outcomes;
+    std::uint64_t split = 0;
     for (const auto& j : jobs) {
-      jct.push_back(j.finish - j.t.submit_s);
-      queue += j.first_start - j.t.submit_s;
-      first_submit = std::min(first_submit, j.t.submit_s);
-      last_finish = std::max(last_finish, j.finish);
-      r.split_small_jobs += j.split;
-      r.outcomes.push_back({j.t.id, j.t.name.empty() ? std::to_string(j.t.id) : j.t.name,
-                            j.t.submit_s, j.first_start, j.finish});
+      outcomes.push_back({j.t.id, j.t.name.empty() ? std::to_string(j.t.id) : j.t.name,
+                          j.t.submit_s, j.first_start, j.finish});
+      split += j.split;
     }
-    r.runs = runs;
-    std::sort(jct.begin(), jct.end());
-    const auto pct = [&](double q) {
-      const auto k = static_cast<std::size_t>(std::ceil(q * static_cast<double>(jct.size())));
-      return jct[std::clamp<std::size_t>(k, 1, jct.size()) - 1];
-    };
-    double sum = 0;
-    for (const auto x : jct) sum += x;
-    r.avg_jct_s = sum / static_cast<double>(jct.size());
-    r.p50_jct_s = pct(0.50);
-    r.p95_jct_s = pct(0.95);
-    r.avg_queue_s = queue / static_cast<double>(jobs.size());
-    r.makespan_s = last_finish - first_submit;
-    const double capacity = static_cast<double>(o.nodes) * o.gpus_per_node *
-                            (std::min(span_end, last_finish) - span_begin);
-    r.gpu_util = capacity > 0 ? used_gpu_s / capacity : 0;
-    r.idle_while_fit = capacity > 0 ? idle_fit_gpu_s / capacity : 0;
+    Result r =
+        summarize(std::move(outcomes), usage, static_cast<double>(o.nodes) * o.gpus_per_node);
+    r.split_small_jobs = split;
     r.preemptions = preemptions;
     r.lost_gpu_s = lost_gpu_s;
+    r.runs = runs;
     return r;
   }
 };
@@ -1359,15 +755,6 @@ std::vector<std::uint32_t> Simulator::Impl::backfill_order() const {
     order.push_back(it->second);
   }
   return order;
-}
-
-std::vector<double> Simulator::Impl::reach_of(const std::vector<std::uint32_t>& order) const {
-  std::vector<double> reach(order.size() + 1, 0);
-  for (std::size_t k = order.size(); k-- > 0;) {
-    const Job& j = jobs[order[k]];
-    reach[k] = std::max(reach[k + 1], j.hold <= free_total ? j.limit : 0.0);
-  }
-  return reach;
 }
 
 }  // namespace dl::sim

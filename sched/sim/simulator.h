@@ -49,6 +49,35 @@ enum class Policy { fifo_backfill, dl };
 Policy parse_policy(std::string_view name);
 std::string_view to_string(Policy policy);
 
+// dl-sim's --shapes: the dl policy's gang shapes, their placement and the schedulers.
+enum class Shapes {
+  // job_submit/dl's default: whole exclusive nodes, placed best fit.
+  pack,
+  // job_submit/dl's --dl-placement=even (dl::even_split, shared nodes) and, when that
+  // does not fit now, another even split (dl::even_splits); best fit, dl-sim's own
+  // backfill.
+  even,
+  // The first even split only (the one shape job_submit/dl gives a job), placed as
+  // select/cons_tres places it, under Slurm's own schedulers as for fifo-backfill:
+  // Slurm's backfill pass (backfill.h; no shorter holes of a time_min), and jobs below
+  // a blocked head preempt only there, off the nodes reserved for higher jobs. What the
+  // plugins get from Slurm: the calibration against slurmctld.
+  even_first,
+  // site_factor/dl's reshape=yes under Slurm's schedulers: as even_first, but the main
+  // scheduler starts a job in another even split that fits now, while backfill
+  // reservations and preemption keep the first split. even_first with
+  // priority.reshape means this.
+  even_reshaped,
+};
+
+// "pack", "even", "even-first" or "even-reshaped"; throws InputError otherwise.
+Shapes parse_shapes(std::string_view name);
+
+// Whether shapes are placed as select/cons_tres places them, under Slurm's schedulers.
+inline bool cons_tres_placement(Shapes shapes) {
+  return shapes == Shapes::even_first || shapes == Shapes::even_reshaped;
+}
+
 struct Options {
   Policy policy = Policy::dl;
   std::uint32_t nodes = 100;
@@ -68,39 +97,15 @@ struct Options {
   // bf_resolution and 30 s matters): Slurm aligns backfill reservations to
   // bf_resolution and the will-run test's time windows to 30 s on its clock (the
   // epoch), not on the trace's. Slurm's backfill model (fifo-backfill, and dl with
-  // cons_tres_placement) uses it.
+  // cons_tres_placement(shapes)) uses it.
   double clock_offset_s = 0;
   // Slurm holds a requeued job for the credential lifetime (AuthInfo cred_expire,
   // 120 s by default) plus one second before it may start again.
   double requeue_delay_s = 121;
-  bool record_runs = false;  // Result::runs
-  PriorityParams priority;   // dl: weights, aging and the preemption margin, or queues
-  // dl: gangs shaped as job_submit/dl's --dl-placement=even (dl::even_split, shared
-  // nodes) and, when that does not fit now, another even split (dl::even_splits),
-  // instead of its default pack shape (whole exclusive nodes).
-  bool even_shapes = false;
-  // With even_shapes: whether to try the other even splits. false is what Slurm does
-  // (a job has the one shape job_submit/dl gave it): the calibration against slurmctld.
-  // With cons_tres_placement too (dl-sim --shapes even-reshaped): site_factor/dl's
-  // reshape=yes under Slurm's schedulers; the main scheduler starts a job in another
-  // split that fits now, while backfill reservations and preemption keep the first
-  // split. priority.reshape with cons_tres_placement implies it.
-  bool other_even_splits = true;
-  // dl: shapes placed as select/cons_tres places them (place_dl_cons_tres), not best
-  // fit: what the plugins get from Slurm (the calibration against slurmctld). The dl
-  // policy then also runs under Slurm's own schedulers as fifo-backfill does: the
-  // backfill pass is Slurm's (node reservations for every pending job within
-  // bf_window, the shape placed as cons_tres places it, every bf_interval), jobs below
-  // a blocked head preempt only there (Slurm's main scheduler stops at the head) and
-  // only off the nodes reserved for higher jobs, and a job's reservation counts its
-  // victim candidates gone, as cons_tres' will-run test does. (That pass does not start
-  // jobs in shorter holes of their time_min.)
-  bool cons_tres_placement = false;
+  bool record_runs = false;      // Result::runs
+  PriorityParams priority;       // dl: weights, aging and the preemption margin, or queues
+  Shapes shapes = Shapes::pack;  // dl
 };
-
-// dl-sim's --shapes: sets even_shapes, other_even_splits and cons_tres_placement from
-// "pack", "even", "even-first" or "even-reshaped"; throws InputError otherwise.
-void set_shapes(Options& options, std::string_view shapes);
 
 // One job's life in the simulation, for comparisons with a real controller.
 struct JobOutcome {

@@ -414,7 +414,7 @@ TEST(Sim, EvenShapesUseSharedNodesAndNeverSplitSmallGangs) {
   const std::vector<TraceJob> trace = {job(1, 0, 1000, 7), job(2, 0, 1000, 2), job(3, 1, 100, 12),
                                        job(4, 2, 100, 8)};
   Options even = cluster(Policy::dl, 3, 8);
-  even.even_shapes = true;
+  even.shapes = Shapes::even;
   const Result e = simulate(trace, even);
   EXPECT_DOUBLE_EQ(e.outcomes[2].start_s, 1);
   EXPECT_EQ(e.split_small_jobs, 0u);
@@ -434,7 +434,7 @@ TEST(Sim, EvenShapesTakeAnotherEvenSplitWhenTheFirstDoesNotFit) {
   // Six 4-GPU nodes with one GPU free each: a 6-GPU gang (2x3 first) runs as 6x1.
   const std::vector<TraceJob> trace = one_gpu_free_on_six_nodes();
   Options even = cluster(Policy::dl, 6, 4);
-  even.even_shapes = true;
+  even.shapes = Shapes::even;
   EXPECT_DOUBLE_EQ(simulate(trace, even).outcomes[6].start_s, 5);
 }
 
@@ -442,8 +442,7 @@ TEST(Sim, EvenFirstShapesKeepJobSubmitsOneSplitAsSlurmDoes) {
   // As above, but a Slurm job has the one shape job_submit/dl gave it (2x3): it waits.
   const std::vector<TraceJob> trace = one_gpu_free_on_six_nodes();
   Options first = cluster(Policy::dl, 6, 4);
-  first.even_shapes = true;
-  first.other_even_splits = false;
+  first.shapes = Shapes::even_first;
   EXPECT_GE(simulate(trace, first).outcomes[6].start_s, 1000);
 }
 
@@ -452,10 +451,9 @@ TEST(Sim, EvenReshapedShapesTakeAnotherSplitUnderSlurmsSchedulers) {
   // 6-GPU gang starts at once as 6x1; without them it waits for its 2x3.
   const std::vector<TraceJob> trace = one_gpu_free_on_six_nodes();
   Options reshaped = cluster(Policy::dl, 6, 4);
-  reshaped.even_shapes = true;
-  reshaped.cons_tres_placement = true;
+  reshaped.shapes = Shapes::even_reshaped;
   EXPECT_DOUBLE_EQ(simulate(trace, reshaped).outcomes[6].start_s, 5);
-  reshaped.other_even_splits = false;
+  reshaped.shapes = Shapes::even_first;
   EXPECT_GE(simulate(trace, reshaped).outcomes[6].start_s, 1000);
   // site_factor/dl's reshape=yes in the priority parameters means the same.
   reshaped.priority = parse_priority_params("reshape=yes");
@@ -463,17 +461,15 @@ TEST(Sim, EvenReshapedShapesTakeAnotherSplitUnderSlurmsSchedulers) {
 }
 
 TEST(Sim, ShapesOptionSetsTheModel) {
-  Options o;
-  set_shapes(o, "even-reshaped");
-  EXPECT_TRUE(o.even_shapes && o.other_even_splits && o.cons_tres_placement);
-  set_shapes(o, "even-first");
-  EXPECT_TRUE(o.even_shapes && !o.other_even_splits && o.cons_tres_placement);
-  set_shapes(o, "even");
-  EXPECT_TRUE(o.even_shapes && o.other_even_splits && !o.cons_tres_placement);
-  set_shapes(o, "pack");
-  EXPECT_FALSE(o.even_shapes);
+  EXPECT_EQ(parse_shapes("pack"), Shapes::pack);
+  EXPECT_EQ(parse_shapes("even"), Shapes::even);
+  EXPECT_EQ(parse_shapes("even-first"), Shapes::even_first);
+  EXPECT_EQ(parse_shapes("even-reshaped"), Shapes::even_reshaped);
+  EXPECT_FALSE(cons_tres_placement(Shapes::pack) || cons_tres_placement(Shapes::even));
+  EXPECT_TRUE(cons_tres_placement(Shapes::even_first) &&
+              cons_tres_placement(Shapes::even_reshaped));
   try {
-    set_shapes(o, "ragged");
+    parse_shapes("ragged");
     ADD_FAILURE() << "no error";
   } catch (const InputError& e) {
     EXPECT_STREQ(e.what(), "--shapes=ragged: expected pack, even, even-first or even-reshaped");
@@ -487,20 +483,16 @@ TEST(Sim, ConsTresPlacementTakesTheFirstNodeOfTheRunNotTheBestFit) {
   const std::vector<TraceJob> trace = {job(1, 0, 1000, 4), job(2, 1, 1000, 4),  job(3, 2, 8, 4),
                                        job(4, 3, 1000, 2), job(5, 11, 1000, 2), job(6, 12, 100, 4)};
   Options slurm = cluster(Policy::dl, 4, 4);
-  slurm.even_shapes = true;
-  slurm.other_even_splits = false;
-  slurm.cons_tres_placement = true;
+  slurm.shapes = Shapes::even_first;
   EXPECT_GE(simulate(trace, slurm).outcomes[5].start_s, 1000);
-  slurm.cons_tres_placement = false;
+  slurm.shapes = Shapes::even;
   EXPECT_DOUBLE_EQ(simulate(trace, slurm).outcomes[5].start_s, 12);
 }
 
 // dl shapes placed as Slurm places them (the calibration against slurmctld).
 Options slurm_dl(std::uint32_t nodes, std::uint32_t gpus, const char* params = "") {
   Options o = cluster(Policy::dl, nodes, gpus);
-  o.even_shapes = true;
-  o.other_even_splits = false;
-  o.cons_tres_placement = true;
+  o.shapes = Shapes::even_first;
   o.bf_interval_s = 2;
   o.priority = parse_priority_params(params);
   return o;
@@ -635,7 +627,7 @@ TEST(Sim, DlBackfillsPastAJobThatFitsByGpuTotalsButNotByItsShape) {
   const std::vector<TraceJob> trace = {job(1, 0, 1000, 3), job(2, 0, 1000, 3), job(3, 10, 100, 6),
                                        job(4, 20, 100, 1)};
   Options even = cluster(Policy::dl, 3, 4);
-  even.even_shapes = true;
+  even.shapes = Shapes::even;
   const Result r = simulate(trace, even);
   EXPECT_LT(r.outcomes[3].start_s, 1000);
   EXPECT_GE(r.outcomes[2].start_s, 1000);
