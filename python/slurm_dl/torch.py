@@ -38,21 +38,16 @@ seeds they would have had.
 
 import atexit
 import collections
-import hashlib
-import inspect
 import math
 import os
-import random
-import signal
-import struct
 import sys
 import weakref
 
-import numpy as np
 import torch
 
 import slurm_dl
-from slurm_dl import ckpt
+from slurm_dl import _data_order, _matching, _optim_state, _rng, _tensor_io, ckpt
+from slurm_dl._errors import StateError
 
 __all__ = ["TrainState", "Start", "StateError"]
 
@@ -61,782 +56,6 @@ FORMAT_VERSION = 1
 
 Start = collections.namedtuple("Start", "epoch batch step")
 Start.__doc__ = """Where a resumed loop continues: epoch, batches already done in it, steps done."""
-
-
-class StateError(ValueError):
-    """The checkpoint does not fit the state being restored; the message names key paths."""
-
-
-# --- tensors ---------------------------------------------------------------------------
-
-
-# torch dtype -> (dl-ckpt dtype, to numpy, from numpy). Types dl-ckpt lacks are stored as
-# the bits of one it has (bool and int8 as u8, complex as pairs of floats); the JSON tree
-# keeps the torch dtype.
-def _plain():
-    return lambda t: t.numpy(), torch.from_numpy
-
-
-_TORCH_DTYPES = {
-    torch.float32: ("f32",) + _plain(),
-    torch.float64: ("f64",) + _plain(),
-    torch.float16: ("f16",) + _plain(),
-    torch.int64: ("i64",) + _plain(),
-    torch.int32: ("i32",) + _plain(),
-    torch.uint8: ("u8",) + _plain(),
-    torch.bfloat16: (
-        "bf16",
-        lambda t: t.view(torch.int16).numpy().view(np.uint16),
-        lambda a: torch.from_numpy(a.view(np.int16)).view(torch.bfloat16),
-    ),
-    torch.bool: ("u8", lambda t: t.view(torch.uint8).numpy(), lambda a: torch.from_numpy(a).bool()),
-    torch.int8: (
-        "u8",
-        lambda t: t.view(torch.uint8).numpy(),
-        lambda a: torch.from_numpy(a).view(torch.int8),
-    ),
-    torch.int16: (
-        "i32",
-        lambda t: t.to(torch.int32).numpy(),
-        lambda a: torch.from_numpy(a).to(torch.int16),
-    ),
-    torch.complex64: (
-        "f32",
-        lambda t: torch.view_as_real(t).numpy(),
-        lambda a: torch.view_as_complex(torch.from_numpy(a)),
-    ),
-    torch.complex128: (
-        "f64",
-        lambda t: torch.view_as_real(t).numpy(),
-        lambda a: torch.view_as_complex(torch.from_numpy(a)),
-    ),
-}
-
-
-def _dtype_name(dtype):
-    return str(dtype).replace("torch.", "")
-
-
-def _torch_dtype(name, path):
-    dtype = getattr(torch, name, None)
-    if not isinstance(dtype, torch.dtype) or dtype not in _TORCH_DTYPES:
-        raise StateError(f"{path}: the checkpoint has a tensor of dtype {name!r}, unknown here")
-    return dtype
-
-
-# --- names -----------------------------------------------------------------------------
-
-_NAME_CHARS = set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.:-")
-
-
-def _component(key):
-    """A key as one dl-ckpt name component: characters outside [A-Za-z0-9_.:-] (and a
-    leading '.' of '.'/'..') become +XX, the hex of their UTF-8 bytes."""
-    text = str(key)
-    out = []
-    for ch in text:
-        if ch in _NAME_CHARS:
-            out.append(ch)
-        else:
-            out.extend(f"+{b:02X}" for b in ch.encode("utf-8"))
-    s = "".join(out)
-    if s in ("", ".", ".."):
-        s = "+" + "".join(f"{ord(c):02X}" for c in s) if s else "+"
-    return s
-
-
-def _path_text(path):
-    return "/".join(str(p) for p in path)
-
-
-# --- the JSON tree ---------------------------------------------------------------------
-
-_INT64 = (-(2**63), 2**63 - 1)
-
-
-def _stateful(x):
-    return hasattr(x, "state_dict") and hasattr(x, "load_state_dict")
-
-
-def _owners(obj):
-    """`obj` and the stateful objects inside it (a SequentialLR's schedulers; not its
-    optimizer), each with the attribute path from `obj` to it: a str is an attribute,
-    an int an index into a list or tuple. Their methods in obj.state_dict() are kept by name."""
-    out, seen = [], set()
-
-    def walk(x, where):
-        if id(x) in seen:
-            return
-        seen.add(id(x))
-        out.append((where, x))
-        for name, v in list(getattr(x, "__dict__", {}).items()):
-            items = enumerate(v) if isinstance(v, (list, tuple)) else [(None, v)]
-            for i, item in items:
-                if _stateful(item) and not isinstance(
-                    item, (torch.optim.Optimizer, torch.nn.Module, type)
-                ):
-                    walk(item, where + ((name,) if i is None else (name, i)))
-
-    walk(obj, ())
-    return out
-
-
-def _describe_callable(fn):
-    if fn is None:
-        return "a weak reference to a method that no longer exists"
-    code = getattr(fn, "__code__", None)
-    where = f" ({os.path.basename(code.co_filename)}:{code.co_firstlineno})" if code else ""
-    if inspect.ismethod(fn):
-        return f"the method {fn.__qualname__}{where} of another object"
-    if inspect.isfunction(fn) or inspect.isbuiltin(fn):
-        return f"the function {fn.__name__}{where}"
-    return f"the callable {type(fn).__module__}.{type(fn).__qualname__} object"
-
-
-class _Writer:
-    """Turns state_dicts into the JSON tree plus this rank's tensor parts. A dry writer
-    only checks that everything can be saved, copying nothing."""
-
-    def __init__(self, rank, world, shard_of=None, dry=False):
-        self.rank, self.world = rank, world
-        self.shard_of = shard_of or (lambda path, t: None)
-        self.dry = dry
-        self.parts = {}  # dl-ckpt name -> ckpt.Part
-        self.names = set()
-        self.owners = ()  # (where, object): whose methods the state_dict being written may hold
-
-    def stateful(self, obj, path):
-        """obj.state_dict(), whose methods of obj (or of the schedulers inside it) are kept
-        by name."""
-        self.owners = _owners(obj)
-        try:
-            return self.value(obj.state_dict(), path)
-        finally:
-            self.owners = ()
-
-    def _name(self, path):
-        name = "/".join(_component(p) for p in path)
-        base, n = name, 1
-        while name in self.names:  # keys 1 and "1" in one dict
-            n += 1
-            name = f"{base}+dup{n}"
-        self.names.add(name)
-        return name
-
-    def tensor(self, t, path, rank0_only):
-        if t.is_sparse or t.layout != torch.strided:
-            raise StateError(
-                f"{_path_text(path)}: sparse tensors are not supported; save t.to_dense()"
-            )
-        if t.dtype not in _TORCH_DTYPES:
-            raise StateError(
-                f"{_path_text(path)}: tensor dtype {_dtype_name(t.dtype)} has no checkpoint type "
-                f"(supported: {', '.join(sorted(_dtype_name(d) for d in _TORCH_DTYPES))})"
-            )
-        node = {"tensor": None, "dtype": _dtype_name(t.dtype), "shape": list(t.shape)}
-        if t.device.type != "cpu":
-            node["device"] = str(t.device)
-        if t.numel() == 0 or self.dry:
-            return node  # nothing to write: the shape says it all
-        name = node["tensor"] = self._name(path)
-        stored, to_numpy, _ = _TORCH_DTYPES[t.dtype]
-        t = t.detach()
-        shard = self.shard_of(path, t)
-        if shard is not None:
-            # This rank's own box of a tensor split across ranks: written whole, once.
-            global_shape, offset = shard
-            node["shape"] = list(global_shape)
-            node["sharded"] = True
-            a = to_numpy(t.cpu().contiguous())
-            extra = a.shape[t.dim() :]
-            self._add(
-                name, a, stored, tuple(global_shape) + extra, tuple(offset) + (0,) * len(extra)
-            )
-            return node
-        if rank0_only or t.dim() == 0:
-            if self.rank == 0:
-                self._add(name, to_numpy(t.cpu().contiguous()), stored, t.shape)
-            return node
-        lo, hi = _rows(t.shape[0], self.rank, self.world)
-        if hi > lo:
-            # Slice before the copy: a CUDA tensor sends only this rank's rows to the host.
-            a = to_numpy(t[lo:hi].cpu().contiguous())
-            full = tuple(t.shape) + a.shape[t.dim() :]  # complex: a trailing 2
-            self._add(name, a, stored, full, (lo,) + (0,) * (a.ndim - 1))
-        return node
-
-    def _add(self, name, array, stored, global_shape, offset=None):
-        if stored == "bf16":
-            part = ckpt.Part(array, global_shape, offset, dtype="bf16")
-        else:
-            part = ckpt.Part(array, global_shape, offset)
-        if array.ndim == 0:  # dl-ckpt tensors have at least one dimension
-            part = ckpt.Part(array.reshape(1), (1,), None, dtype=part.dtype)
-        elif part.global_shape is not None and len(part.global_shape) < array.ndim:
-            part.global_shape = tuple(part.global_shape) + array.shape[len(part.global_shape) :]
-        self.parts[name] = part
-
-    def value(self, v, path, rank0_only=False):
-        if v is None or isinstance(v, (bool, str)):
-            return v
-        if isinstance(v, int):
-            return v if _INT64[0] <= v <= _INT64[1] else {"int": str(v)}
-        if isinstance(v, float):
-            if v != v:
-                return {"float": "nan"}
-            if v in (float("inf"), float("-inf")):
-                return {"float": "inf" if v > 0 else "-inf"}
-            return v
-        if isinstance(v, torch.Tensor):
-            return self.tensor(v, path, rank0_only)
-        if isinstance(v, np.ndarray):
-            try:
-                t = torch.from_numpy(np.ascontiguousarray(v))
-                if t.dtype not in _TORCH_DTYPES:  # torch 2.3+ has uint16/32/64 tensors
-                    raise TypeError
-            except TypeError:
-                raise StateError(
-                    f"{_path_text(path)}: a numpy array of dtype {v.dtype} has no checkpoint type"
-                ) from None
-            node = self.tensor(t, path, rank0_only)
-            node["numpy"] = True
-            return node
-        if isinstance(v, np.generic):
-            return {"numpy_scalar": v.dtype.name, "value": self.value(v.item(), path)}
-        if isinstance(v, (list, tuple)):
-            items = [self.value(x, path + (i,), rank0_only) for i, x in enumerate(v)]
-            if type(v) in (list,):
-                return items
-            if isinstance(v, torch.Size):
-                return {"size": items}
-            return {"tuple": items}
-        if isinstance(v, dict):
-            if all(isinstance(k, str) for k in v):
-                node = {"dict": {k: self.value(x, path + (k,), rank0_only) for k, x in v.items()}}
-                if list(v) != sorted(v):  # JSON objects come back sorted
-                    node["order"] = list(v)
-                return node
-            return {
-                "items": [
-                    [self.value(k, path + ("key",)), self.value(x, path + (k,), rank0_only)]
-                    for k, x in v.items()
-                ]
-            }
-        if isinstance(v, bytes):
-            return {"bytes": v.hex()}
-        if isinstance(v, torch.dtype):
-            return {"torch_dtype": _dtype_name(v)}
-        if isinstance(v, torch.device):
-            return {"device": str(v)}
-        if isinstance(v, weakref.WeakMethod):
-            node = self.method(v(), path)
-            node["method"]["weak"] = True
-            return node
-        if callable(v) and not isinstance(v, type):
-            return self.method(v, path)
-        raise StateError(
-            f"{_path_text(path)}: a {type(v).__module__}.{type(v).__qualname__} can't be saved "
-            "without pickle; state_dicts may hold tensors, numpy arrays, numbers, strings, "
-            "bytes, None, lists, tuples and dicts"
-        )
-
-    def method(self, fn, path):
-        """A method of the object being saved, by name: {"method": {"name", "of", "static"}}
-        ("of": the attribute path from the object to the method's owner)."""
-        name = getattr(fn, "__name__", None)
-        for where, owner in self.owners if name else ():
-            if inspect.ismethod(fn) and fn.__self__ is owner and getattr(owner, name, None) == fn:
-                return {"method": {"name": name, "of": list(where), "static": False}}
-            if isinstance(inspect.getattr_static(type(owner), name, None), staticmethod) and (
-                getattr(type(owner), name) is fn
-            ):
-                return {"method": {"name": name, "of": list(where), "static": True}}
-        raise StateError(
-            f"{_path_text(path)}: {_describe_callable(fn)} can't be saved: a checkpoint holds "
-            "data, not code (no pickle); of functions it keeps only the methods of the object "
-            "being saved, by name"
-        )
-
-
-def _rows(n, rank, world):
-    """This rank's rows of a tensor with n rows (numpy.array_split's split)."""
-    base, extra = divmod(n, world)
-    lo = rank * base + min(rank, extra)
-    return lo, lo + base + (1 if rank < extra else 0)
-
-
-class _Reader:
-    """Rebuilds values from the JSON tree, reading tensors from the checkpoint."""
-
-    def __init__(self, checkpoint, box_of=None):
-        self.c = checkpoint
-        self.box_of = box_of or (lambda path: None)
-        self.root = None  # the object whose state_dict is being read: methods rebind to it
-
-    def value(self, node, path):
-        if node is None or isinstance(node, (bool, int, float, str)):
-            return node
-        if isinstance(node, list):
-            return [self.value(x, path + (i,)) for i, x in enumerate(node)]
-        if not isinstance(node, dict) or not node:
-            raise StateError(
-                f"{_path_text(path)}: unreadable entry {node!r} in the checkpoint's tree"
-            )
-        if "dtype" in node and "shape" in node:
-            return self.tensor(node, path)
-        if "dict" in node:
-            body = node["dict"]
-            return {k: self.value(body[k], path + (k,)) for k in node.get("order", sorted(body))}
-        (tag, body), *_ = node.items()
-        if tag == "items":
-            out = {}
-            for k, x in body:
-                key = self.value(k, path + ("key",))
-                out[key] = self.value(x, path + (key,))
-            return out
-        if tag == "tuple":
-            return tuple(self.value(x, path + (i,)) for i, x in enumerate(body))
-        if tag == "size":
-            return torch.Size(self.value(x, path + (i,)) for i, x in enumerate(body))
-        if tag == "int":
-            return int(body)
-        if tag == "float":
-            return float(body)
-        if tag == "numpy_scalar":
-            return np.dtype(body).type(self.value(node["value"], path))
-        if tag == "bytes":
-            return bytes.fromhex(body)
-        if tag == "torch_dtype":
-            return _torch_dtype(body, path)
-        if tag == "device":
-            return torch.device(body)
-        if tag == "method":
-            return self.method(body, path)
-        raise StateError(f"{_path_text(path)}: unknown entry {tag!r} in the checkpoint's tree")
-
-    def method(self, body, path):
-        """The method the checkpoint names, of the object being restored (or of the
-        scheduler inside it that had it)."""
-        owner, name = self.root, body["name"]
-        try:
-            for step in body["of"]:
-                owner = owner[step] if isinstance(step, int) else getattr(owner, step)
-            fn = getattr(type(owner), name) if body["static"] else getattr(owner, name)
-        except (AttributeError, IndexError, KeyError, TypeError):
-            fn = None
-        if owner is None or not callable(fn):
-            where = ".".join(str(p) for p in body["of"]) or "the object"
-            here = "value" if self.root is None else type(self.root).__name__
-            raise StateError(
-                f"{_path_text(path)}: the checkpoint keeps the method {name!r} of {where}, "
-                f"which the {here} here does not have"
-            )
-        return weakref.WeakMethod(fn) if body.get("weak") else fn
-
-    def tensor(self, node, path):
-        dtype = _torch_dtype(node["dtype"], path)
-        shape = tuple(node["shape"])
-        box = self.box_of(path) if shape else None
-        if box is not None:
-            offset, shape = tuple(box[0]), tuple(box[1])
-        if node.get("tensor") is None:
-            t = torch.empty(shape, dtype=dtype)
-        else:
-            complex_ = dtype in (torch.complex64, torch.complex128)
-            if box is not None:
-                extra = (2,) if complex_ else ()
-                if len(offset) != len(node["shape"]) or any(
-                    o + n > g for o, n, g in zip(offset, shape, node["shape"])
-                ):
-                    raise StateError(
-                        f"{_path_text(path)}: this rank's shard at {list(offset)} of shape "
-                        f"{list(shape)} is outside the checkpoint's tensor of shape {node['shape']}"
-                    )
-                a = self.c.read(node["tensor"], offset + (0,) * len(extra), shape + extra)
-            else:
-                a = self.c.read(node["tensor"])
-            _, _, from_numpy = _TORCH_DTYPES[dtype]
-            a = a.reshape(shape + (2,) if complex_ else shape)
-            t = from_numpy(a)
-        if node.get("numpy"):
-            return t.numpy() if dtype != torch.bool else t.numpy().astype(bool)
-        return t
-
-
-# --- structure checks ------------------------------------------------------------------
-
-
-def _describe(v):
-    if isinstance(v, torch.Tensor):
-        return f"a {_dtype_name(v.dtype)} tensor of shape {list(v.shape)}"
-    if isinstance(v, np.ndarray):
-        return f"a {v.dtype} array of shape {list(v.shape)}"
-    return f"a {type(v).__name__}"
-
-
-def _compare(saved, current, path, problems, dtypes=True):
-    """Dict keys (missing, unexpected) and tensor shapes and dtypes, recursively; a list
-    or a number may legitimately differ, so only containers and tensors are compared."""
-    if isinstance(current, dict) and isinstance(saved, dict):
-        for k in current:
-            if k not in saved:
-                problems.append(("missing", path + (k,), _describe(current[k])))
-        for k in saved:
-            if k not in current:
-                problems.append(("unexpected", path + (k,), _describe(saved[k])))
-            else:
-                _compare(saved[k], current[k], path + (k,), problems, dtypes)
-    elif isinstance(current, torch.Tensor) and isinstance(saved, torch.Tensor):
-        if tuple(saved.shape) != tuple(current.shape):
-            problems.append(
-                (
-                    "shape",
-                    path,
-                    f"shape {list(saved.shape)} in the checkpoint, {list(current.shape)} here",
-                )
-            )
-        elif dtypes and saved.dtype != current.dtype:
-            problems.append(
-                (
-                    "dtype",
-                    path,
-                    f"dtype {_dtype_name(saved.dtype)} in the checkpoint, {_dtype_name(current.dtype)} here",
-                )
-            )
-    elif isinstance(current, torch.Tensor) != isinstance(saved, torch.Tensor) or isinstance(
-        current, dict
-    ) != isinstance(saved, dict):
-        problems.append(
-            ("kind", path, f"{_describe(saved)} in the checkpoint, {_describe(current)} here")
-        )
-
-
-def _raise_problems(problems, strict, where):
-    fatal = [p for p in problems if strict or p[0] not in ("missing", "unexpected")]
-    if not fatal:
-        return
-    lines = []
-    for kind, path, detail in fatal[:20]:
-        p = _path_text(path)
-        if kind == "missing":
-            lines.append(
-                f"  {p}: missing from the checkpoint (here: {detail}); strict=False keeps its current value"
-            )
-        elif kind == "unexpected":
-            lines.append(
-                f"  {p}: in the checkpoint ({detail}) but not in the state; strict=False ignores it"
-            )
-        else:
-            lines.append(f"  {p}: {detail}")
-    if len(fatal) > 20:
-        lines.append(f"  ... and {len(fatal) - 20} more")
-    raise StateError(f"{where} does not match the state being restored:\n" + "\n".join(lines))
-
-
-def _move_like(value, template):
-    """Saved tensors go where the current ones live (device), e.g. a scaler's on CUDA."""
-    if isinstance(value, torch.Tensor) and isinstance(template, torch.Tensor):
-        return value.to(template.device)
-    if isinstance(value, dict) and isinstance(template, dict):
-        return {k: _move_like(v, template.get(k)) for k, v in value.items()}
-    return value
-
-
-# --- optimizers ------------------------------------------------------------------------
-
-
-def _param_names(modules, optimizer):
-    """The name of each of the optimizer's parameters, per group, from the modules."""
-    by_id = {}
-    single = len(modules) == 1
-    for key, module in modules.items():
-        for name, p in module.named_parameters():
-            by_id.setdefault(id(p), name if single else f"{key}.{name}")
-    names = []
-    for g, group in enumerate(optimizer.param_groups):
-        names.append([by_id.get(id(p), f"unnamed.{g}.{i}") for i, p in enumerate(group["params"])])
-    return names
-
-
-def _optimizer_by_name(optimizer, names):
-    """optimizer.state_dict() with parameters named instead of numbered."""
-    sd = optimizer.state_dict()
-    number_to_name = {}
-    groups = []
-    for g, group in enumerate(sd["param_groups"]):
-        for i, number in enumerate(group["params"]):
-            number_to_name[number] = names[g][i]
-        groups.append({k: v for k, v in group.items() if k not in ("params", "param_names")})
-        groups[-1]["params"] = list(names[g])
-    state = {number_to_name[k]: v for k, v in sd["state"].items()}
-    return {"state": state, "param_groups": groups}
-
-
-def _optimizer_state(optimizer, names, saved, key, strict):
-    """The state_dict to load into `optimizer`, its numbers matched to the saved names."""
-    if not isinstance(saved, dict) or "state" not in saved or "param_groups" not in saved:
-        raise StateError(f"{key}: the checkpoint's entry is not an optimizer state")
-    current = optimizer.state_dict()
-    params = {
-        n: p
-        for g, group in enumerate(optimizer.param_groups)
-        for n, p in zip(names[g], group["params"])
-    }
-    saved_group_of = {}
-    for sg, group in enumerate(saved["param_groups"]):
-        for n in group["params"]:
-            saved_group_of[n] = sg
-    problems = []
-    for n in params:
-        if n not in saved_group_of:
-            problems.append(
-                (
-                    "missing",
-                    (key, "param_groups", n),
-                    f"parameter {n} of shape {list(params[n].shape)}",
-                )
-            )
-    for n in saved_group_of:
-        if n not in params:
-            problems.append(
-                ("unexpected", (key, "param_groups", n), "a parameter the optimizer does not have")
-            )
-    for n, st in saved["state"].items():
-        if n not in params:
-            continue
-        for k, v in st.items():
-            if (
-                isinstance(v, torch.Tensor)
-                and v.dim() > 0
-                and tuple(v.shape) != tuple(params[n].shape)
-            ):
-                problems.append(
-                    (
-                        "shape",
-                        (key, "state", n, k),
-                        f"shape {list(v.shape)} in the checkpoint, parameter {list(params[n].shape)} here",
-                    )
-                )
-    new_groups = []
-    for g, group in enumerate(current["param_groups"]):
-        sources = sorted({saved_group_of[n] for n in names[g] if n in saved_group_of})
-        if len(sources) > 1:
-            problems.append(
-                (
-                    "groups",
-                    (key, "param_groups", g),
-                    f"holds parameters saved in groups {sources}; "
-                    "groups may be reordered but not merged",
-                )
-            )
-            continue
-        src = saved["param_groups"][sources[0]] if sources else group
-        new = {k: v for k, v in src.items() if k not in ("params", "param_names")}
-        for k in ("params", "param_names"):
-            if k in group:
-                new[k] = group[k]
-        new_groups.append(new)
-    _raise_problems(problems, strict, "the checkpoint's optimizer " + repr(key))
-    state = {}
-    for g, group in enumerate(current["param_groups"]):
-        for n, number in zip(names[g], group["params"]):
-            if n in saved["state"]:
-                state[number] = saved["state"][n]
-    return {"state": state, "param_groups": new_groups}
-
-
-# --- RNGs ------------------------------------------------------------------------------
-
-
-def _numpy_rng_bytes():
-    kind, keys, pos, has_gauss, gauss = np.random.get_state()
-    return np.asarray(keys, dtype="<u4").tobytes() + struct.pack("<qqd", pos, has_gauss, gauss)
-
-
-def _set_numpy_rng(data):
-    keys = np.frombuffer(data[: 624 * 4], dtype="<u4").astype(np.uint32)
-    pos, has_gauss, gauss = struct.unpack("<qqd", data[624 * 4 :])
-    np.random.set_state(("MT19937", keys, pos, has_gauss, gauss))
-
-
-def _random_rng_bytes():
-    version, internal, gauss = random.getstate()
-    return (
-        struct.pack("<q", version)
-        + np.asarray(internal, dtype="<u4").tobytes()
-        + struct.pack("<qd", gauss is not None, gauss or 0.0)
-    )
-
-
-def _set_random_rng(data):
-    (version,) = struct.unpack("<q", data[:8])
-    n = (len(data) - 8 - 16) // 4
-    internal = tuple(int(x) for x in np.frombuffer(data[8 : 8 + 4 * n], dtype="<u4"))
-    has, gauss = struct.unpack("<qd", data[8 + 4 * n :])
-    random.setstate((version, internal, gauss if has else None))
-
-
-def _rng_states(generators):
-    """Every RNG the process draws from, as bytes: torch CPU, each CUDA device (once CUDA is
-    in use), numpy's global one, `random`, and the loaders' own generators."""
-    out = {
-        "torch": torch.get_rng_state().numpy().tobytes(),
-        "numpy": _numpy_rng_bytes(),
-        "random": _random_rng_bytes(),
-    }
-    if torch.cuda.is_available() and torch.cuda.is_initialized():
-        for i in range(torch.cuda.device_count()):
-            out[f"cuda{i}"] = torch.cuda.get_rng_state(i).numpy().tobytes()
-    for key, gen in generators.items():
-        out[f"gen.{key}"] = gen.get_state().numpy().tobytes()
-    return out
-
-
-def _set_rng_states(states, generators):
-    def tensor(b):
-        return torch.from_numpy(np.frombuffer(b, dtype=np.uint8).copy())
-
-    torch.set_rng_state(tensor(states["torch"]))
-    _set_numpy_rng(states["numpy"])
-    _set_random_rng(states["random"])
-    if torch.cuda.is_available():
-        for i in range(torch.cuda.device_count()):
-            if f"cuda{i}" in states:
-                torch.cuda.set_rng_state(tensor(states[f"cuda{i}"]), i)
-    for key, gen in generators.items():
-        if f"gen.{key}" in states:
-            gen.set_state(tensor(states[f"gen.{key}"]))
-
-
-# --- data loading ----------------------------------------------------------------------
-
-
-def _sample_seed(epoch_seed, batch, position):
-    digest = hashlib.blake2b(
-        struct.pack("<qqq", epoch_seed, batch, position), digest_size=8
-    ).digest()
-    return int.from_bytes(digest, "little") & (2**63 - 1)
-
-
-class _SeededDataset(torch.utils.data.Dataset):
-    """The loader's dataset, each sample loaded with the RNGs seeded from its place in the
-    epoch, so that augmentation does not depend on which worker loads it or on what that
-    worker loaded before (a resumed epoch skips batches)."""
-
-    def __init__(self, dataset):
-        self.dataset = dataset
-
-    def __len__(self):
-        return len(self.dataset)
-
-    def __getitem__(self, key):
-        epoch_seed, batch, position, index = key
-        seed = _sample_seed(epoch_seed, batch, position)
-        if torch.utils.data.get_worker_info() is None:
-            # Loading in the training process: its own RNG stream must not move.
-            saved = (torch.get_rng_state(), np.random.get_state(), random.getstate())
-            try:
-                _seed_all(seed)
-                return self.dataset[index]
-            finally:
-                torch.set_rng_state(saved[0])
-                np.random.set_state(saved[1])
-                random.setstate(saved[2])
-        _seed_all(seed)
-        return self.dataset[index]
-
-
-def _seed_all(seed):
-    torch.default_generator.manual_seed(seed)
-    random.seed(seed)
-    np.random.seed(seed & 0xFFFFFFFF)
-
-
-class _EpochBatches(torch.utils.data.Sampler):
-    """The epoch's batches of indices from `start` on, tagged with their place."""
-
-    def __init__(self):
-        self.seed, self.batches, self.start = 0, [], 0
-
-    def __iter__(self):
-        seed, batches = self.seed, self.batches
-        for b in range(self.start, len(batches)):
-            yield [(seed, b, j, index) for j, index in enumerate(batches[b])]
-
-    def __len__(self):
-        return len(self.batches) - self.start
-
-
-class _WorkerInit:
-    """Keeps SIGTERM ignored in DataLoader workers when the training process ignores it.
-
-    dlrun starts the program with SIGTERM ignored (a stop signal means: checkpoint, then
-    stop), but PyTorch's workers install their own SIGTERM handler and die of it, and the
-    training process then fails on the dead worker before it can save."""
-
-    def __init__(self, ignore_term, user_fn):
-        self.ignore_term, self.user_fn = ignore_term, user_fn
-
-    def __call__(self, worker_id):
-        if self.ignore_term:
-            signal.signal(signal.SIGTERM, signal.SIG_IGN)
-        if self.user_fn is not None:
-            self.user_fn(worker_id)
-
-
-class _Loader:
-    """A DataLoader like the user's, over _SeededDataset and _EpochBatches."""
-
-    def __init__(self, loader, key):
-        if isinstance(loader.dataset, torch.utils.data.IterableDataset):
-            raise StateError(
-                f"{key}: a DataLoader over an IterableDataset has no order to reproduce; "
-                "use a map-style dataset (or resume by step without batches())"
-            )
-        if loader.batch_sampler is None:
-            raise StateError(
-                f"{key}: batches() needs a DataLoader with a batch size (batch_size=None)"
-            )
-        self.loader = loader
-        self.sampler = _EpochBatches()
-        kwargs = dict(
-            batch_sampler=self.sampler,
-            num_workers=loader.num_workers,
-            collate_fn=loader.collate_fn,
-            pin_memory=loader.pin_memory,
-            timeout=loader.timeout,
-            worker_init_fn=_WorkerInit(
-                signal.getsignal(signal.SIGTERM) == signal.SIG_IGN, loader.worker_init_fn
-            ),
-            multiprocessing_context=loader.multiprocessing_context,
-            generator=loader.generator,
-            persistent_workers=loader.persistent_workers,
-        )
-        if loader.num_workers > 0 and getattr(loader, "prefetch_factor", None) is not None:
-            kwargs["prefetch_factor"] = loader.prefetch_factor
-        # Arguments newer versions added (pin_memory_device 1.12, in_order 2.6).
-        if getattr(loader, "pin_memory_device", ""):
-            kwargs["pin_memory_device"] = loader.pin_memory_device
-        if getattr(loader, "in_order", True) is not True:
-            kwargs["in_order"] = loader.in_order
-        self.derived = torch.utils.data.DataLoader(_SeededDataset(loader.dataset), **kwargs)
-
-    def set_epoch(self, epoch):
-        for s in (self.loader.sampler, self.loader.batch_sampler):
-            if hasattr(s, "set_epoch"):
-                s.set_epoch(epoch)
-
-    def start_epoch(self, start):
-        """Draws the epoch seed and the order, exactly as at the start of the epoch."""
-        gen = self.loader.generator
-        seed = int(torch.empty((), dtype=torch.int64).random_(generator=gen).item())
-        batches = [list(b) for b in self.loader.batch_sampler]
-        self.sampler.seed, self.sampler.batches = seed, batches
-        self.sampler.start = min(start, len(batches))
-        return seed, len(batches)
-
-
-# --- the state -------------------------------------------------------------------------
 
 
 def _rank_world():
@@ -975,7 +194,7 @@ class TrainState:
         epoch = self.epoch if epoch is None else int(epoch)
         derived = self._derived.get(key)
         if derived is None:
-            derived = self._derived[key] = _Loader(loader, key)
+            derived = self._derived[key] = _data_order.Loader(loader, key)
         derived.set_epoch(epoch)
         gens = self._generators()
         resume = self._resume_at
@@ -983,8 +202,8 @@ class TrainState:
         if resume is not None and resume["epoch"] == epoch and resume["loader"] in (None, key):
             # Draw the order and seed from the epoch's start, then continue the RNGs from
             # where the checkpoint left them.
-            now = _rng_states(gens)
-            _set_rng_states(resume["epoch_rngs"], gens)
+            now = _rng.capture(gens)
+            _rng.restore(resume["epoch_rngs"], gens)
             start = resume["batch"]
             if resume["world_size"] != _rank_world()[1]:
                 # Another number of ranks: keep the fraction of the epoch that was done.
@@ -996,10 +215,10 @@ class TrainState:
                     "the RNG was used differently before batches() (is the program the same?)"
                 )
             it = iter(derived.derived)
-            _set_rng_states(now, gens)
+            _rng.restore(now, gens)
             self.__dict__["batch"] = min(start, n)
         else:
-            self.__dict__["_epoch_rngs"] = _rng_states(gens)
+            self.__dict__["_epoch_rngs"] = _rng.capture(gens)
             seed, n = derived.start_epoch(0)
             it = iter(derived.derived)
             self.__dict__["batch"] = 0
@@ -1037,9 +256,9 @@ class TrainState:
         if self._saver is None:
             self.__dict__["_saver"] = ckpt.Saver(self._ckpt_dir)
         rank, world = _rank_world()
-        writer = _Writer(rank, world, self._shard_of)
+        writer = _tensor_io.Writer(rank, world, self._shard_of)
         tree = self._tree(writer)
-        rng = {name: data for name, data in _rng_states(self._generators()).items()}
+        rng = {name: data for name, data in _rng.capture(self._generators()).items()}
         if self._epoch_rngs is not None:
             rng.update({f"epoch.{k}": v for k, v in self._epoch_rngs.items()})
         meta = {
@@ -1084,7 +303,7 @@ class TrainState:
                 }
             }
         if key in self._optimizers:
-            return writer.value(_optimizer_by_name(thing, self._names(thing)), (key,))
+            return writer.value(_optim_state.by_name(thing, self._names(thing)), (key,))
         if key in self._stateful:
             return writer.stateful(thing, (key,))
         if key in self._samplers:
@@ -1093,7 +312,7 @@ class TrainState:
 
     def _check_savable(self):
         """Refuses, now rather than at the first checkpoint, what no checkpoint can hold."""
-        writer = _Writer(0, 1, dry=True)
+        writer = _tensor_io.Writer(0, 1, dry=True)
         for key, thing in self._objects():
             try:
                 self._object_tree(writer, key, thing)
@@ -1130,7 +349,7 @@ class TrainState:
                     f"{path}: slurm_dl.torch format version {tree.get('format_version')}, "
                     f"this version reads {FORMAT_VERSION}"
                 )
-            reader = _Reader(c, self._box_of)
+            reader = _tensor_io.Reader(c, self._box_of)
             objects = tree["objects"]
             where = f"checkpoint {path}"
             problems = []
@@ -1145,7 +364,7 @@ class TrainState:
                 problems.append(("missing", (key,), "an object of the state"))
             for key in set(objects) - mine:
                 problems.append(("unexpected", (key,), "an object the state does not have"))
-            _raise_problems(problems, self._strict, where)
+            _matching.raise_problems(problems, self._strict, where)
             decoded = {}
             for key, node in objects.items():
                 if key in mine:
@@ -1156,19 +375,19 @@ class TrainState:
             for key, module in self._modules.items():
                 if key in decoded:
                     problems = []
-                    _compare(decoded[key], _unwrap(module).state_dict(), (key,), problems)
-                    _raise_problems(problems, self._strict, where)
+                    _matching.compare(decoded[key], _unwrap(module).state_dict(), (key,), problems)
+                    _matching.raise_problems(problems, self._strict, where)
             for key, obj in self._stateful.items():
                 if key in decoded:
                     problems = []
-                    _compare(decoded[key], obj.state_dict(), (key,), problems)
+                    _matching.compare(decoded[key], obj.state_dict(), (key,), problems)
                     # Its load_state_dict() gets the whole saved state and judges it: a
                     # scheduler gains entries as it steps (ReduceLROnPlateau's _last_lr)
                     # that one made afresh to resume into lacks.
                     problems = [p for p in problems if p[0] != "unexpected"]
-                    _raise_problems(problems, self._strict, where)
+                    _matching.raise_problems(problems, self._strict, where)
             optimizer_states = {
-                key: _optimizer_state(opt, self._names(opt), decoded[key], key, self._strict)
+                key: _optim_state.by_number(opt, self._names(opt), decoded[key], key, self._strict)
                 for key, opt in self._optimizers.items()
                 if key in decoded
             }
@@ -1179,26 +398,20 @@ class TrainState:
                 self._optimizers[key].load_state_dict(sd)
             for key, obj in self._stateful.items():
                 if key in decoded:
-                    obj.load_state_dict(_move_like(decoded[key], obj.state_dict()))
+                    obj.load_state_dict(_matching.move_like(decoded[key], obj.state_dict()))
             for key, sampler in self._samplers.items():
                 if key in decoded and hasattr(sampler, "set_epoch"):
                     sampler.set_epoch(decoded[key]["epoch"])
             for key in self._values:
                 if key in decoded:
-                    self._values[key] = _move_like(decoded[key], self._values[key])
+                    self._values[key] = _matching.move_like(decoded[key], self._values[key])
             progress = tree["progress"]
             rank, _ = _rank_world()
             src = rank % c.world_size
             gens = self._generators()
-            names = [f"{n}" for n in ("torch", "numpy", "random")]
-            names += (
-                [f"cuda{i}" for i in range(torch.cuda.device_count())]
-                if torch.cuda.is_available()
-                else []
-            )
-            names += [f"gen.{k}" for k in gens]
-            now = self._read_rngs(c, src, names)
-            epoch_rngs = self._read_rngs(c, src, [f"epoch.{n}" for n in names])
+            names = _rng.state_names(gens)
+            now = _rng.read(c, src, names)
+            epoch_rngs = _rng.read(c, src, [f"epoch.{n}" for n in names])
             epoch_rngs = {k[len("epoch.") :]: v for k, v in epoch_rngs.items()}
             d = self.__dict__
             d["epoch"], d["batch"], d["step"] = (
@@ -1219,17 +432,7 @@ class TrainState:
                     "world_size": progress["world_size"],
                 }
                 d["_epoch_rngs"] = epoch_rngs
-            _set_rng_states(now, gens)
-
-    @staticmethod
-    def _read_rngs(c, rank, names):
-        out = {}
-        for name in names:
-            try:
-                out[name] = c.rng(name, rank)
-            except ckpt.CheckpointError:
-                pass  # e.g. saved without CUDA
-        return out
+            _rng.restore(now, gens)
 
     def _shard_name(self, path):
         """The parameter name of a model tensor or of a per-parameter optimizer tensor."""
@@ -1249,8 +452,8 @@ class TrainState:
         global_shape, offset = spec
         if any(o + n > g for o, n, g in zip(offset, t.shape, global_shape)):
             raise StateError(
-                f"{_path_text(path)}: shape {list(t.shape)} at offset {list(offset)} does not fit "
-                f"in the global shape {list(global_shape)} given in shards="
+                f"{_tensor_io.path_text(path)}: shape {list(t.shape)} at offset {list(offset)} "
+                f"does not fit in the global shape {list(global_shape)} given in shards="
             )
         return spec
 
@@ -1271,7 +474,9 @@ class TrainState:
         return None
 
     def _names(self, optimizer):
-        return _param_names({k: _unwrap(m) for k, m in self._modules.items()}, optimizer)
+        return _optim_state.param_names(
+            {k: _unwrap(m) for k, m in self._modules.items()}, optimizer
+        )
 
     def _generators(self):
         return {k: l.generator for k, l in self._loaders.items() if l.generator is not None}

@@ -6,6 +6,7 @@ exact mid-epoch resume with DataLoader workers."""
 import inspect
 import json
 import os
+import pickle
 import random
 import shutil
 import signal
@@ -109,6 +110,17 @@ class TorchStateTest(unittest.TestCase):
         path = ckpt.latest_valid(self.dir)
         self.assertIsNotNone(path)
         return path
+
+    def test_the_public_names_are_the_facades(self):
+        import slurm_dl.torch as facade
+
+        self.assertEqual(sorted(facade.__all__), ["Start", "StateError", "TrainState"])
+        self.assertEqual((facade.FORMAT, facade.FORMAT_VERSION), ("slurm_dl.torch", 1))
+        for name in facade.__all__:
+            self.assertEqual(getattr(facade, name).__module__, "slurm_dl.torch", name)
+        error = pickle.loads(pickle.dumps(StateError("model/w: missing")))
+        self.assertIs(type(error), StateError)
+        self.assertEqual(str(error), "model/w: missing")
 
     def test_every_kind_of_value_round_trips_bit_for_bit(self):
         values = {
