@@ -11,6 +11,7 @@
 #include <new>
 
 #include "core/error.h"
+#include "core/sysio.h"
 
 namespace dl {
 namespace {

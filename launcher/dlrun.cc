@@ -24,6 +24,7 @@
 #include "core/parse.h"
 #include "core/signals.h"
 #include "core/spec.h"
+#include "core/sysio.h"
 #include "exp/trial.h"
 #include "launcher/bootstrap.h"
 #include "launcher/job_launcher.h"

@@ -8,6 +8,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "core/net.h"
+#include "core/sysio.h"
 #include "launcher/recovery.h"
 #include "launcher/restart_state.h"
 #include "launcher/resume.h"

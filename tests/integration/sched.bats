@@ -325,6 +325,8 @@ preempted_by_high() {
   site_params interval=1s
   state=$(sed -n 's/^StateSaveLocation=//p' "$SLURM_CONF")
   log=$(sed -n 's/^SlurmctldLogFile=//p' "$SLURM_CONF")
+  # The first line: 24.11 rewrites the pid file in place after a reconfigure, and a
+  # shorter pid leaves the old one's last digits on a second line.
   pidfile=$(sed -n 's/^SlurmctldPidFile=//p' "$SLURM_CONF")
   running=$(submit -o /dev/null --dl-gpus=2 --wrap 'sleep 300')
   pending=$(submit -o /dev/null --dl-gpus=2 --begin=now+3600 --wrap true)
@@ -341,7 +343,7 @@ preempted_by_high() {
       sleep 0.1
     done
   }
-  stop_ctld "$(cat "$pidfile")"
+  stop_ctld "$(head -n 1 "$pidfile")"
   for delay in 1.3 2.1 3.7; do
     slurmctld -D -f "$SLURM_CONF" >ctld.out 2>&1 &
     pid=$!
@@ -371,6 +373,8 @@ preempted_by_high() {
 @test "slurmctld killed with SIGKILL at random instants of the ledger's saves restores a ledger every time" {
   site_params interval=1s
   log=$(sed -n 's/^SlurmctldLogFile=//p' "$SLURM_CONF")
+  # The first line: 24.11 rewrites the pid file in place after a reconfigure, and a
+  # shorter pid leaves the old one's last digits on a second line.
   pidfile=$(sed -n 's/^SlurmctldPidFile=//p' "$SLURM_CONF")
   running=$(submit -o /dev/null --dl-gpus=2 --wrap 'sleep 300')
   wait_state "$running" RUNNING 30
@@ -383,7 +387,7 @@ preempted_by_high() {
   first=1
   for delay in 0.4 1.1 1.7 2.3 0.9; do
     restored=$(grep -c 'dl: site_factor: service of [0-9]* jobs restored' "$log" || true)
-    kill -9 "$(cat "$pidfile")"
+    kill -9 "$(head -n 1 "$pidfile")"
     wait_until 30 '! scontrol ping | grep -q "is UP"'
     slurmctld -f "$SLURM_CONF"
     wait_until 30 'scontrol ping | grep -q "is UP"'
