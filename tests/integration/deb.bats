@@ -185,10 +185,8 @@ fake_deb() {
     exec "$mc" up --installed / --dir "$dir" --port-base "$port" --nodes 2' \
     sh "$top/scripts/minicluster" "$dir" "$port" "$DL_ROOT" "$DL_BUILD_DIR"
   eval "$("$top/scripts/minicluster" env --dir "$dir")"
-  ctld=$(cat "$dir/run/slurmctld.pid")
-  # In slurmctld's mount namespace and root (a stack's root is a chroot: entering the
-  # namespace alone would leave this one's root).
-  hidden() { nsenter --target "$ctld" --mount --root --wd -- sh -c 'cd "$0" && exec "$@"' "$top" "$@"; }
+  ctld=$(head -n 1 "$dir/run/slurmctld.pid")
+  hidden() { as_seen_by "$ctld" "$top" "$@"; }
   plugins=/usr/lib/x86_64-linux-gnu/slurm-dl
   for p in job_submit_dl site_factor_dl preempt_dl; do hidden grep -q " $plugins/$p.so$" "/proc/$ctld/maps"; done
 

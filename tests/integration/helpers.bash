@@ -105,6 +105,15 @@ plugstack_restore() {
   rm -f "$BATS_TEST_TMPDIR/plugstack.conf"
 }
 
+# Runs CMD in the mount namespace and root of process PID, in directory DIR: what a
+# daemon sees. (A stack's root is a chroot: entering the namespace alone would leave this
+# process's root.)
+as_seen_by() {
+  local pid=$1 dir=$2
+  shift 2
+  nsenter --target "$pid" --mount --root --wd -- sh -c 'cd "$0" && exec "$@"' "$dir" "$@"
+}
+
 # What a one-node DL step uses, a line each: dlrun's path, slurm_dl's file, the libdlckpt
 # it maps, the spank_dl.so its slurmstepd maps, and the MPI type cli_filter/dl chose. Run
 # through the caller's `hidden` (a view of the cluster's mount namespace).

@@ -83,8 +83,8 @@ teardown() {
     exec "$mc" up --installed "$root" --dir "$dir" --port-base "$port" --nodes 2' \
     sh "$admin_top/scripts/minicluster" "$root" "$dir" "$port" "$DL_ROOT" "$DL_BUILD_DIR"
   eval "$("$admin_top/scripts/minicluster" env --dir "$dir")"
-  ctld=$(cat "$dir/run/slurmctld.pid")
-  hidden() { nsenter --mount="/proc/$ctld/ns/mnt" --wd="$admin_top" "$@"; }
+  ctld=$(head -n 1 "$dir/run/slurmctld.pid")
+  hidden() { as_seen_by "$ctld" "$admin_top" "$@"; }
   for d in "$DL_ROOT" "$DL_BUILD_DIR"; do [ -z "$(hidden sh -c 'ls -A "$1" 2>/dev/null' sh "$d")" ]; done
 
   # Slurm's configuration names installed files only ...
