@@ -92,7 +92,7 @@ teardown() {
   [ "$status" -eq 1 ]
   plugins=$root/usr/lib/x86_64-linux-gnu/slurm-dl
   # ... and slurmctld runs the installed controller plugins.
-  for p in job_submit_dl site_factor_dl preempt_dl; do grep -q " $plugins/$p.so$" "/proc/$ctld/maps"; done
+  for p in job_submit_dl site_factor_dl preempt_dl; do hidden grep -q " $plugins/$p.so$" "/proc/$ctld/maps"; done
 
   # A step's dlrun, slurm_dl and libdlckpt, and the SPANK plugin in its slurmstepd, are
   # the installed ones (no --mpi: cli_filter/dl chooses PMIx for a DL step).
