@@ -1,6 +1,7 @@
 #include "exp/store.h"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -99,18 +100,46 @@ CREATE TABLE IF NOT EXISTS trials(id TEXT PRIMARY KEY, hparams TEXT, state TEXT,
   job_id TEXT, restarts INTEGER NOT NULL DEFAULT 0, started REAL, updated REAL);
 CREATE TABLE IF NOT EXISTS metrics(trial TEXT NOT NULL, step INTEGER NOT NULL,
   name TEXT NOT NULL, value REAL NOT NULL, time REAL, writer TEXT NOT NULL,
-  seq INTEGER NOT NULL, PRIMARY KEY(writer, seq, name));
+  seq INTEGER NOT NULL, superseded INTEGER NOT NULL DEFAULT 0, PRIMARY KEY(writer, seq, name));
 CREATE INDEX IF NOT EXISTS metrics_by_trial ON metrics(trial, name, step);
 CREATE TABLE IF NOT EXISTS checkpoints(trial TEXT NOT NULL, step INTEGER NOT NULL,
   path TEXT, verified INTEGER NOT NULL DEFAULT 0, time REAL, writer TEXT NOT NULL,
   seq INTEGER NOT NULL, PRIMARY KEY(writer, seq));
 CREATE TABLE IF NOT EXISTS events(trial TEXT NOT NULL, time REAL, kind TEXT NOT NULL,
   reason TEXT, step INTEGER, restarts INTEGER, writer TEXT NOT NULL, seq INTEGER NOT NULL,
-  PRIMARY KEY(writer, seq));
+  resume_step INTEGER, PRIMARY KEY(writer, seq));
 CREATE TABLE IF NOT EXISTS logs(trial TEXT NOT NULL, path TEXT NOT NULL,
   PRIMARY KEY(trial, path));
 CREATE TABLE IF NOT EXISTS journals(writer TEXT PRIMARY KEY, offset INTEGER NOT NULL,
   records INTEGER NOT NULL, corrupt INTEGER NOT NULL);
+)sql";
+
+// Columns added since the first release, for databases made before them.
+const struct {
+  const char* table;
+  const char* column;
+  const char* declaration;
+} kAddedColumns[] = {
+    {"metrics", "superseded", "INTEGER NOT NULL DEFAULT 0"},
+    {"events", "resume_step", "INTEGER"},
+};
+
+// A trial's metric rows that a later report or run replaced: another report of the same
+// metric at the same step, newer; or a run that started later from a step before it
+// (it recomputed the step). Where a run started from: what dlrun recorded, else, for
+// runs recorded before that, the step of the checkpoint its reason names; unknown for
+// a program that keeps its own checkpoints (then only the newer reports count).
+const char* kSupersede = R"sql(
+UPDATE metrics SET superseded = (
+  EXISTS (SELECT 1 FROM metrics n WHERE n.trial = metrics.trial AND n.name = metrics.name
+          AND n.step = metrics.step
+          AND (n.time, n.writer, n.seq) > (metrics.time, metrics.writer, metrics.seq))
+  OR EXISTS (SELECT 1 FROM events e WHERE e.trial = metrics.trial AND e.kind = 'run_started'
+          AND e.time > metrics.time
+          AND metrics.step > coalesce(e.resume_step,
+              (SELECT c.step FROM checkpoints c WHERE c.trial = e.trial
+               AND e.reason = 'resumed from ' || c.path))))
+WHERE trial = ?1 OR ?1 IS NULL
 )sql";
 
 std::string str_or(const nlohmann::json& j, const char* key, const std::string& fallback = {}) {
@@ -145,6 +174,7 @@ Store::Store(const std::string& root, const std::string& experiment)
   }
   sqlite3_busy_timeout(db_, 10000);
   exec(kSchema);
+  add_missing_columns();
   Stmt(db_, "INSERT OR IGNORE INTO experiments(id, created) VALUES(?, ?)")
       .bind(1, experiment)
       .bind(2, now_seconds())
@@ -152,6 +182,33 @@ Store::Store(const std::string& root, const std::string& experiment)
 }
 
 Store::~Store() { sqlite3_close(db_); }
+
+void Store::add_missing_columns() {
+  const auto missing = [&] {
+    std::vector<std::string> out;
+    for (const auto& c : kAddedColumns) {
+      Stmt has(db_, "SELECT 1 FROM pragma_table_info(?) WHERE name = ?");
+      has.bind(1, std::string(c.table)).bind(2, std::string(c.column));
+      if (!has.step()) {
+        out.push_back(
+            fmt::format("ALTER TABLE {} ADD COLUMN {} {}", c.table, c.column, c.declaration));
+      }
+    }
+    return out;
+  };
+  if (missing().empty()) return;
+  // Another dl-exp may be adding them too: look again under the write lock.
+  exec("BEGIN IMMEDIATE");
+  try {
+    const auto alters = missing();
+    for (const auto& alter : alters) exec(alter);
+    if (!alters.empty()) Stmt(db_, kSupersede).bind_null(1).run();
+    exec("COMMIT");
+  } catch (...) {
+    sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+    throw;
+  }
+}
 
 void Store::exec(const std::string& sql) {
   char* err = nullptr;
@@ -174,9 +231,13 @@ MergeStats Store::merge() {
     Stmt add_trial(db_,
                    "INSERT OR IGNORE INTO trials(id, state, started, updated) VALUES(?, ?, ?, ?)");
     Stmt touch_trial(db_, "UPDATE trials SET updated = max(coalesce(updated, 0), ?) WHERE id = ?");
-    Stmt add_metric(db_, "INSERT OR IGNORE INTO metrics VALUES(?, ?, ?, ?, ?, ?, ?)");
+    Stmt add_metric(db_,
+                    "INSERT OR IGNORE INTO metrics(trial, step, name, value, time, writer, seq) "
+                    "VALUES(?, ?, ?, ?, ?, ?, ?)");
     Stmt add_ckpt(db_, "INSERT OR IGNORE INTO checkpoints VALUES(?, ?, ?, ?, ?, ?, ?)");
-    Stmt add_event(db_, "INSERT OR IGNORE INTO events VALUES(?, ?, ?, ?, ?, ?, ?, ?)");
+    Stmt add_event(db_,
+                   "INSERT OR IGNORE INTO events(trial, time, kind, reason, step, restarts, "
+                   "writer, seq, resume_step) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?)");
     Stmt add_log(db_, "INSERT OR IGNORE INTO logs VALUES(?, ?)");
     Stmt run_started(db_,
                      "UPDATE trials SET job_id = coalesce(?, job_id), restarts = max(restarts, ?), "
@@ -240,6 +301,11 @@ MergeStats Store::merge() {
           } else {
             add_event.bind_null(6);
           }
+          if (auto from = int_of(r, "resume_step"); from && event == "run_started") {
+            add_event.bind(9, *from);
+          } else {
+            add_event.bind_null(9);
+          }
           add_event.bind(7, writer).bind(8, seq).run();
           if (event == "run_started") {
             const std::string job = str_or(r, "job_id");
@@ -276,6 +342,8 @@ MergeStats Store::merge() {
       }
       events_of.run();
     }
+    Stmt supersede(db_, kSupersede);
+    for (const auto& trial : touched) supersede.bind(1, trial).run();
     // dlrun verifies a checkpoint before it resumes from it (exp/trial.cc's reason).
     exec(
         "UPDATE checkpoints SET verified = 1 WHERE verified = 0 AND EXISTS (SELECT 1 FROM "
@@ -300,8 +368,11 @@ nlohmann::json Store::trials() {
   Stmt s(
       db_,
       "SELECT id, hparams, state, job_id, restarts, started, updated, "
-      "(SELECT max(step) FROM metrics m WHERE m.trial = t.id) FROM trials t ORDER BY started, id");
-  Stmt last(db_, "SELECT name, value FROM metrics WHERE trial = ? AND step = ? ORDER BY name");
+      "(SELECT max(step) FROM metrics m WHERE m.trial = t.id AND NOT m.superseded) FROM trials t "
+      "ORDER BY started, id");
+  Stmt last(db_,
+            "SELECT name, value FROM metrics WHERE trial = ? AND step = ? AND NOT superseded "
+            "ORDER BY name");
   while (s.step()) {
     nlohmann::json t;
     t["id"] = s.text(0);
@@ -338,8 +409,8 @@ void bind_trial(Stmt& s, const std::optional<std::string>& trial) {
 nlohmann::json Store::metrics(const std::optional<std::string>& trial) {
   nlohmann::json out = nlohmann::json::array();
   Stmt s(db_,
-         "SELECT trial, step, name, value, time FROM metrics WHERE ?1 IS NULL OR trial = ?1 "
-         "ORDER BY trial, name, step, time");
+         "SELECT trial, step, name, value, time FROM metrics WHERE (?1 IS NULL OR trial = ?1) "
+         "AND NOT superseded ORDER BY trial, name, step, time");
   bind_trial(s, trial);
   while (s.step()) {
     out.push_back({{"trial", s.text(0)},

@@ -42,7 +42,10 @@ class Store {
   // newest metric step), last metrics.
   nlohmann::json trials();
   bool has_trial(const std::string& trial);
-  // Metric rows {trial, step, name, value, time}, by trial, name, step.
+  // Metric rows {trial, step, name, value, time}, by trial, name, step: each step once,
+  // as the newest run reported it. A run that resumed from step S recomputed the steps
+  // after S, so what earlier runs reported past S is superseded (kept in the database,
+  // with superseded = 1, as history).
   nlohmann::json metrics(const std::optional<std::string>& trial);
   nlohmann::json checkpoints(const std::optional<std::string>& trial);
   nlohmann::json events(const std::optional<std::string>& trial);
@@ -50,6 +53,7 @@ class Store {
 
  private:
   void exec(const std::string& sql);
+  void add_missing_columns();
   std::string root_;
   std::string experiment_;
   std::string path_;

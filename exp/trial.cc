@@ -38,7 +38,7 @@ void append(nlohmann::json record) {
 
 }  // namespace
 
-std::vector<std::string> start_trial(std::uint32_t restart_count, const std::string& resume_from) {
+std::vector<std::string> start_trial(std::uint32_t restart_count, const RunStart& start) {
   const auto experiment = getenv_opt("DL_EXPERIMENT");
   if (!experiment || experiment->empty()) return {};
   try {
@@ -53,13 +53,15 @@ std::vector<std::string> start_trial(std::uint32_t restart_count, const std::str
     Trial& t = current();
     t.id = *trial;
     t.journal = std::make_unique<JournalWriter>(dir, "run-" + *trial);
-    nlohmann::json r = {{"kind", "event"},
-                        {"event", "run_started"},
-                        {"restarts", restart_count},
-                        {"reason", resume_from.empty() ? std::string("fresh start")
-                                                       : "resumed from " + resume_from}};
+    nlohmann::json r = {
+        {"kind", "event"},
+        {"event", "run_started"},
+        {"restarts", restart_count},
+        {"reason", start.resume_from.empty() ? std::string("fresh start")
+                                             : "resumed from " + start.resume_from}};
     if (auto job = getenv_opt("SLURM_JOB_ID")) r["job_id"] = *job;
-    if (!resume_from.empty()) r["resume_from"] = resume_from;
+    if (!start.resume_from.empty()) r["resume_from"] = start.resume_from;
+    if (start.resume_step) r["resume_step"] = *start.resume_step;
     if (auto hp = getenv_opt("DL_HPARAMS")) {
       auto j = nlohmann::json::parse(*hp, nullptr, false);
       if (!j.is_discarded() && j.is_object()) r["hparams"] = j;

@@ -11,11 +11,21 @@
 
 namespace dl::exp {
 
+// Where a run starts from, as far as dlrun knows: the checkpoint it resumes from (its
+// step directory and step), the beginning (dlrun keeps the checkpoints and there is none
+// yet), or unknown (the program keeps its own checkpoints).
+struct RunStart {
+  std::string resume_from;                  // the step directory, or empty
+  std::optional<std::int64_t> resume_step;  // its step; -1: from the beginning
+};
+
 // Opens the journal of this run when DL_EXPERIMENT is set and records "run_started"
-// (restart count, job id, hyperparameters from DL_HPARAMS when it holds a JSON object).
-// Returns the variables to give rank 0's program so that report_metrics appends to a
-// journal of its own: DL_EXP_JOURNALS (the directory) and DL_EXP_TRIAL.
-std::vector<std::string> start_trial(std::uint32_t restart_count, const std::string& resume_from);
+// (restart count, job id, where it starts from, hyperparameters from DL_HPARAMS when it
+// holds a JSON object). What earlier runs reported past `start.resume_step` is
+// recomputed by this run, which supersedes it (exp/store.h). Returns the variables to
+// give rank 0's program so that report_metrics appends to a journal of its own:
+// DL_EXP_JOURNALS (the directory) and DL_EXP_TRIAL.
+std::vector<std::string> start_trial(std::uint32_t restart_count, const RunStart& start);
 
 // An event of the run; `kind` is one of exp/journal.h's state_after() kinds.
 void record_event(const std::string& kind, const std::string& reason,

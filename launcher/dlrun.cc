@@ -358,7 +358,13 @@ int run(int argc, char** argv) {
         job.restart_count);
   }
   if (boot.layout.rank == 0) {
-    for (auto& var : exp::start_trial(job.restart_count, boot.rendezvous.resume_from)) {
+    exp::RunStart start{boot.rendezvous.resume_from, std::nullopt};
+    if (boot.resume) {
+      start.resume_step = boot.resume->step;
+    } else if (!job.ckpt_dir.empty()) {
+      start.resume_step = -1;  // dlrun keeps the checkpoints and there is none: step 0
+    }
+    for (auto& var : exp::start_trial(job.restart_count, start)) {
       inherited.env.push_back(std::move(var));
     }
   }

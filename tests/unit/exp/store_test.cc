@@ -270,6 +270,138 @@ TEST_F(StoreTest, StateFollowsTheNewestEventWhateverTheMergeOrder) {
   EXPECT_EQ(ckpts[0]["verified"], true);  // run 2 resumed from it
 }
 
+// A run preempted after its checkpoint of step 159 that still reported step 160 (and
+// 165) before it ended; the next run resumed from step 159 and reported 160 again.
+class SupersedeTest : public StoreTest {
+ protected:
+  // Run 1: steps 150, 160, 165 reported at times 150.., checkpoint 159, requeued.
+  void first_run() {
+    JournalWriter w(dir_, "run-a-1");
+    w.append(event("run_started", 100.0, "fresh start", -1), true);
+    for (std::int64_t s : {150, 160, 165}) w.append(loss(s, 1.0, 1.0 * s), true);
+    w.append({{"kind", "checkpoint"},
+              {"trial", "a"},
+              {"step", 159},
+              {"time", 159.5},
+              {"path", "/c/step-000000159"}},
+             true);
+    w.append(event("requeued", 170.0, "preempted"), true);
+  }
+  // Run 2 started at time 200 from `resume_step` (none: what it resumed from is unknown).
+  void second_run(const std::string& reason, std::optional<std::int64_t> resume_step) {
+    JournalWriter w(dir_, "run-a-2");
+    w.append(event("run_started", 200.0, reason, resume_step), true);
+    w.append(loss(160, 2.0, 201.0), true);
+    w.append(loss(170, 2.0, 202.0), true);
+  }
+  static nlohmann::json event(const std::string& kind, double time, const std::string& reason,
+                              std::optional<std::int64_t> resume_step = std::nullopt) {
+    nlohmann::json e = {
+        {"kind", "event"}, {"trial", "a"}, {"event", kind}, {"time", time}, {"reason", reason}};
+    if (resume_step) e["resume_step"] = *resume_step;
+    return e;
+  }
+  static nlohmann::json loss(std::int64_t step, double v, double time) {
+    return {{"kind", "metrics"},
+            {"trial", "a"},
+            {"step", step},
+            {"time", time},
+            {"values", {{"loss", v}}}};
+  }
+  // The steps and values `metrics` shows, in order.
+  static std::vector<std::pair<std::int64_t, double>> shown(const nlohmann::json& metrics) {
+    std::vector<std::pair<std::int64_t, double>> out;
+    for (const auto& m : metrics) out.emplace_back(m["step"], m["value"]);
+    return out;
+  }
+  using Rows = std::vector<std::pair<std::int64_t, double>>;
+  std::int64_t superseded_rows() {
+    const std::string cmd = "sqlite3 " + database_path(root_, "exp") +
+                            " 'SELECT count(*) FROM metrics WHERE superseded' > " + root_ +
+                            "/count";
+    EXPECT_EQ(std::system(cmd.c_str()), 0);
+    return std::stoll(read_file(root_ + "/count", 64));
+  }
+};
+
+TEST_F(SupersedeTest, StepsPastTheResumedCheckpointAreShownOnceAsTheNewRunReportedThem) {
+  first_run();
+  second_run("resumed from /c/step-000000159", 159);
+  Store store(root_, "exp");
+  store.merge();
+  EXPECT_EQ(shown(store.metrics(std::nullopt)), (Rows{{150, 1.0}, {160, 2.0}, {170, 2.0}}));
+  EXPECT_EQ(shown(store.metrics("a")), (Rows{{150, 1.0}, {160, 2.0}, {170, 2.0}}));
+  const auto trials = store.trials();
+  ASSERT_EQ(trials.size(), 1u);
+  EXPECT_EQ(trials[0]["step"], 170);
+  EXPECT_EQ(trials[0]["metrics"]["loss"], 2.0);
+  // Kept as history.
+  EXPECT_EQ(superseded_rows(), 2);
+}
+
+TEST_F(SupersedeTest, TheSecondRunMergedFirstGivesTheSameResult) {
+  second_run("resumed from /c/step-000000159", 159);
+  {
+    Store store(root_, "exp");
+    store.merge();
+  }
+  first_run();
+  Store store(root_, "exp");
+  store.merge();
+  EXPECT_EQ(shown(store.metrics(std::nullopt)), (Rows{{150, 1.0}, {160, 2.0}, {170, 2.0}}));
+}
+
+TEST_F(SupersedeTest, ARunRecordedWithoutItsResumeStepResumedFromTheCheckpointItsReasonNames) {
+  first_run();
+  second_run("resumed from /c/step-000000159", std::nullopt);
+  Store store(root_, "exp");
+  store.merge();
+  EXPECT_EQ(shown(store.metrics(std::nullopt)), (Rows{{150, 1.0}, {160, 2.0}, {170, 2.0}}));
+}
+
+TEST_F(SupersedeTest, AFreshStartSupersedesEverythingEarlier) {
+  first_run();
+  second_run("fresh start", -1);
+  Store store(root_, "exp");
+  store.merge();
+  EXPECT_EQ(shown(store.metrics(std::nullopt)), (Rows{{160, 2.0}, {170, 2.0}}));
+}
+
+TEST_F(SupersedeTest, WhereTheStartIsUnknownOnlyTheNewerReportOfAStepReplacesTheOlder) {
+  // The program keeps its own checkpoints: dlrun does not know where it resumed.
+  first_run();
+  second_run("fresh start", std::nullopt);
+  Store store(root_, "exp");
+  store.merge();
+  EXPECT_EQ(shown(store.metrics(std::nullopt)),
+            (Rows{{150, 1.0}, {160, 2.0}, {165, 1.0}, {170, 2.0}}));
+}
+
+TEST_F(SupersedeTest, ADatabaseMadeBeforeSupersedingGainsItWhenOpened) {
+  // The two runs, merged into the tables as the first release made them.
+  const std::string sql =
+      "CREATE TABLE metrics(trial TEXT NOT NULL, step INTEGER NOT NULL, name TEXT NOT NULL, "
+      "value REAL NOT NULL, time REAL, writer TEXT NOT NULL, seq INTEGER NOT NULL, "
+      "PRIMARY KEY(writer, seq, name)); "
+      "CREATE TABLE events(trial TEXT NOT NULL, time REAL, kind TEXT NOT NULL, reason TEXT, "
+      "step INTEGER, restarts INTEGER, writer TEXT NOT NULL, seq INTEGER NOT NULL, "
+      "PRIMARY KEY(writer, seq)); "
+      "CREATE TABLE checkpoints(trial TEXT NOT NULL, step INTEGER NOT NULL, path TEXT, "
+      "verified INTEGER NOT NULL DEFAULT 0, time REAL, writer TEXT NOT NULL, "
+      "seq INTEGER NOT NULL, PRIMARY KEY(writer, seq)); "
+      "INSERT INTO metrics VALUES('a', 150, 'loss', 1, 150, 'w1', 1), "
+      "('a', 160, 'loss', 1, 160, 'w1', 2), ('a', 165, 'loss', 1, 165, 'w1', 3), "
+      "('a', 160, 'loss', 2, 201, 'w2', 2), ('a', 170, 'loss', 2, 202, 'w2', 3); "
+      "INSERT INTO checkpoints VALUES('a', 159, '/c/s159', 1, 159.5, 'w1', 4); "
+      "INSERT INTO events VALUES('a', 200, 'run_started', 'resumed from /c/s159', NULL, 1, "
+      "'w2', 1);";
+  ASSERT_EQ(std::system(("sqlite3 " + database_path(root_, "exp") + " \"" + sql + "\"").c_str()),
+            0);
+  Store store(root_, "exp");
+  EXPECT_EQ(shown(store.metrics(std::nullopt)), (Rows{{150, 1.0}, {160, 2.0}, {170, 2.0}}));
+  EXPECT_EQ(superseded_rows(), 2);
+}
+
 TEST_F(StoreTest, ClientReportMetricsAppendsEveryCallToItsOwnJournal) {
   ::setenv("DL_EXP_JOURNALS", dir_.c_str(), 1);
   ::setenv("DL_EXP_TRIAL", "c1", 1);
