@@ -7,24 +7,10 @@
 
 namespace dl::sched {
 
-EnvLookup env_of(char** env, std::uint32_t size) {
-  return [env, size](const std::string& name) -> std::optional<std::string> {
-    for (std::uint32_t i = 0; env && i < size; ++i) {
-      const char* kv = env[i];
-      if (kv && std::strncmp(kv, name.c_str(), name.size()) == 0 && kv[name.size()] == '=') {
-        return std::string(kv + name.size() + 1);
-      }
-    }
-    return std::nullopt;
-  };
-}
+EnvLookup env_of(char** env, std::uint32_t size) { return spank_env_lookup(env, size); }
 
 std::optional<Spec> spec_of(const job_record_t* job) {
-  return spec_from_env(env_of(job->spank_job_env, job->spank_job_env_size));
-}
-
-std::optional<std::string> spec_value(const job_record_t* job, const char* name) {
-  return env_of(job->spank_job_env, job->spank_job_env_size)(name);
+  return spank_env_spec(job->spank_job_env, job->spank_job_env_size);
 }
 
 Capacity capacity_of(const part_record_t* part) {

@@ -13,19 +13,18 @@
 #include "sched/gang.h"
 #include "sched/plugins/slurmctld_api.h"
 #include "sched/priority.h"
+#include "sched/spank_env.h"
 
 namespace dl::sched {
 
-// A lookup over a SPANK job environment ("NAME=value" strings), as job_desc_msg_t and
-// job_record_t carry it.
+// A bounded lookup over a SPANK job environment ("NAME=value" strings), as
+// job_desc_msg_t and job_record_t carry it (sched/spank_env.h).
 EnvLookup env_of(char** env, std::uint32_t size);
 
-// The job's DL spec; nullopt for a job without one. Throws InputError on a malformed
-// spec (the SPANK plugin writes a valid one).
+// The job's DL spec, read by the one parser every plugin shares (sched/spank_env.h);
+// nullopt for a job without one. Throws InputError on a malformed spec (job_submit/dl
+// lets none through).
 std::optional<Spec> spec_of(const job_record_t* job);
-
-// One variable of the job's spec, without parsing the rest (hot paths).
-std::optional<std::string> spec_value(const job_record_t* job, const char* name);
 
 // The GPUs of each node of the partition and its leaf switches (topology/tree).
 Capacity capacity_of(const part_record_t* part);

@@ -317,6 +317,26 @@ preempted_by_high() {
   [ "$(squeue -h -o %i | grep -vc "^$ok$")" -eq 0 ]
 }
 
+# A client on libslurm spells the spec as job_submit/dl accepts it ("yes", "30m");
+# preempt/dl must read it as job_submit/dl did, not with rules of its own.
+@test "DL_PREEMPTIBLE=yes from a client that skips the SPANK plugin is preemptible to preempt/dl too" {
+  site_params interval=2s,service_unit=1s
+  scontrol update PartitionName=low GraceTime=3
+  raw=$DL_BUILD_DIR/tests/integration/submit_raw
+  long=$("$raw" -w 'sleep 600' DL_SPEC_VERSION=1 DL_GPUS=8 DL_PREEMPTIBLE=yes DL_CKPT_EVERY=30m)
+  wait_state "$long" RUNNING 30
+  [[ $(comment_of "$long") == *preemptible* ]]
+  # The controller holds the spec as job_submit/dl read it, in the one form.
+  spec=$(dirname "$SLURM_CONF")/log/prolog-spec.log
+  wait_until 10 "grep -qx '$long SPANK_DL_PREEMPTIBLE=1' '$spec'"
+  grep -qx "$long SPANK_DL_CKPT_EVERY=1800" "$spec"
+  sleep 10
+  new=$(submit --dl-gpus=2 -o /dev/null --wrap 'echo new ran')
+  wait_state "$new" 'RUNNING|COMPLETED' 60
+  [ "$(job_field "$long" Restarts)" -ge 1 ]
+  grep -q "preempted JobId=$long has been requeued" "$(dirname "$SLURM_CONF")/log/slurmctld.log"
+}
+
 # Issue 12, item 10: site_factor/dl's sampler thread is stopped and joined in fini. A
 # joinable std::thread destroyed at exit aborts slurmctld (std::terminate), a thread left
 # running while slurmctld unloads the plugin crashes it, a leaked slurmctld lock hangs
