@@ -345,7 +345,7 @@ node_up() { [[ ! $(sinfo -h -n "n$1" -o %T) =~ drain ]]; }
   wait_state "$job" 'COMPLETED|FAILED' 60
   cat shm.out
   [ "$(job_state "$job")" = COMPLETED ]
-  grep -q "^client file $p\.0-0-" shm.out
+  grep -q "client file $p\.0-0-[0-9a-f]\{16\}$" shm.out
   # dlother's files are dlother's, untouched by the step's end.
   [ "$(stat -c %U "$p.0-0-1")" = dlother ]
   rm -f shm.out
