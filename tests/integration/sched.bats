@@ -354,7 +354,7 @@ preempted_by_high() {
   [[ $(comment_of "$long") == *preemptible* ]]
   sleep 10
   new=$(submit --dl-gpus=2 -o /dev/null --wrap 'echo new ran')
-  wait_state "$new" 'RUNNING|COMPLETED' 60
+  wait_state "$new" 'RUNNING|COMPLETED' 90
   [ "$(job_field "$long" Restarts)" -ge 1 ]
   grep -q "preempted JobId=$long has been requeued" "$(dirname "$SLURM_CONF")/log/slurmctld.log"
   # The controller holds the spec as job_submit/dl read it, in the one form.
