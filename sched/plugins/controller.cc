@@ -108,12 +108,14 @@ std::optional<std::chrono::seconds> time_limit(std::uint32_t minutes, const part
 PriorityParams site_params() {
   static std::mutex lock;
   static PriorityParams params;
-  static std::time_t parsed_at = -1;
+  static std::optional<std::string> parsed;
   const std::lock_guard<std::mutex> hold(lock);
-  if (parsed_at != slurm_conf.last_update) {
-    params =
-        parse_priority_params(slurm_conf.site_factor_params ? slurm_conf.site_factor_params : "");
-    parsed_at = slurm_conf.last_update;
+  // Keyed on the text, not on slurm_conf.last_update: that has whole seconds, and two
+  // reconfigurations within one second left the first one's parameters in force.
+  const char* text = slurm_conf.site_factor_params ? slurm_conf.site_factor_params : "";
+  if (!parsed || *parsed != text) {
+    params = parse_priority_params(text);
+    parsed = text;
   }
   return params;
 }

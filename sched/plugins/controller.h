@@ -47,7 +47,7 @@ double run_seconds(const job_record_t* job, std::time_t now);
 // The partition's limit for a job that gave none, or the job's; nullopt: infinite.
 std::optional<std::chrono::seconds> time_limit(std::uint32_t minutes, const part_record_t* part);
 
-// PrioritySiteFactorParameters, parsed once per configuration (slurm_conf.last_update).
+// PrioritySiteFactorParameters, parsed again whenever its text changes.
 PriorityParams site_params();
 
 // Whether site_factor/dl computes the jobs' site factors (the preempt plugin compares
