@@ -20,11 +20,19 @@ bool all_digits(std::string_view s) {
   return true;
 }
 
-// "<rank>-<pid>".
-bool is_rank_and_pid(std::string_view rest) {
+bool short_hex(std::string_view s) {
+  if (s.empty() || s.size() > 16) return false;
+  for (const char c : s) {
+    if ((c < '0' || c > '9') && (c < 'a' || c > 'f')) return false;
+  }
+  return true;
+}
+
+// "<rank>-<suffix>".
+bool is_rank_and_suffix(std::string_view rest) {
   const auto dash = rest.find('-');
   return dash != std::string_view::npos && all_digits(rest.substr(0, dash)) &&
-         all_digits(rest.substr(dash + 1));
+         short_hex(rest.substr(dash + 1));
 }
 
 }  // namespace
@@ -33,13 +41,13 @@ std::string channel_file_prefix(std::string_view job, std::string_view step) {
   return fmt::format("dlrun-{}.{}-", job, step);
 }
 
-std::string channel_file_name(std::string_view job, std::string_view step, long rank, long pid) {
-  return fmt::format("{}{}-{}", channel_file_prefix(job, step), rank, pid);
+std::string channel_file_stem(std::string_view job, std::string_view step, long rank) {
+  return fmt::format("{}{}-", channel_file_prefix(job, step), rank);
 }
 
 bool removable_channel_file(const struct stat& dir, std::string_view name, const struct stat& file,
                             std::string_view prefix, uid_t uid) {
-  if (name.substr(0, prefix.size()) != prefix || !is_rank_and_pid(name.substr(prefix.size()))) {
+  if (name.substr(0, prefix.size()) != prefix || !is_rank_and_suffix(name.substr(prefix.size()))) {
     return false;
   }
   if (!S_ISREG(file.st_mode) || file.st_uid != uid) return false;

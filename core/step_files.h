@@ -18,12 +18,16 @@ namespace dl {
 // the job id, or "<array job id>_<task id>" for an array task (as dlrun names the job).
 std::string channel_file_prefix(std::string_view job, std::string_view step);
 
-// "dlrun-<job>.<step>-<rank>-<pid>": the pid keeps the names of restarted ranks apart.
-std::string channel_file_name(std::string_view job, std::string_view step, long rank, long pid);
+// "dlrun-<job>.<step>-<rank>-": dlrun adds 16 random hex digits (sys::create_unique_at),
+// which keep restarted ranks apart and cannot be planted in advance by another user (a
+// name of the job, step, rank and pid alone can be, for every pid).
+std::string channel_file_stem(std::string_view job, std::string_view step, long rank);
 
 // Whether root may remove the entry `name` (lstat'ed as `file`) of the directory `dir`
 // for the job's user `uid`: a regular file (never a link, FIFO or device) owned by `uid`
-// whose name is `prefix` followed by "<rank>-<pid>" (decimal), in a directory where the
+// whose name is `prefix` followed by "<rank>-<suffix>" (a decimal rank, then 1 to 16
+// lower-case hex digits: dlrun's random suffix, or the pid of a dlrun of an earlier
+// release), in a directory where the
 // user could remove it as well (the user's own, or sticky and writable by everyone, as
 // /dev/shm and /tmp). Root thereby never removes what the user could not.
 bool removable_channel_file(const struct stat& dir, std::string_view name, const struct stat& file,

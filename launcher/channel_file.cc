@@ -24,13 +24,12 @@ std::string directory() {
 
 }  // namespace
 
-ChannelFile ChannelFile::create(const std::string& name) {
-  const std::string path = directory() + "/" + name;
+ChannelFile ChannelFile::create(const std::string& stem) {
+  const sys::Fd fd = sys::create_unique_at(sys::open_dir(directory()), stem, O_RDWR, 0600);
+  const std::string path = fd.path();
   const auto fail = [&](const char* what) {
     return SystemError(fmt::format("couldn't {} {}: {}", what, path, std::strerror(errno)));
   };
-  sys::Fd fd(open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
-  if (!fd) throw fail("create");
   if (ftruncate(fd.get(), channel::kSize) != 0) {
     const SystemError e = fail("size");
     unlink(path.c_str());

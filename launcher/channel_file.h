@@ -13,9 +13,11 @@ namespace dl {
 
 class ChannelFile {
  public:
-  // A new file `name` in /dev/shm (or $TMPDIR, or /tmp, when /dev/shm is not
-  // writable), mode 0600, initialized. Throws dl::SystemError naming the path.
-  static ChannelFile create(const std::string& name);
+  // A new file `<stem><16 random hex digits>` in /dev/shm (or $TMPDIR, or /tmp, when
+  // /dev/shm is not writable), mode 0600, initialized. A name that exists is someone
+  // else's: another is drawn (sys::create_unique_at). Throws dl::SystemError naming
+  // the path.
+  static ChannelFile create(const std::string& stem);
   ~ChannelFile();
   ChannelFile(ChannelFile&& other) noexcept;
   ChannelFile& operator=(ChannelFile&&) = delete;

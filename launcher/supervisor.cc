@@ -365,11 +365,11 @@ void Supervisor::start_watch() {
 
 void Supervisor::start_program() {
   const char* step = getenv("SLURM_STEP_ID");
-  // The pid keeps names unique: a job id comes back after a cluster restart, and a
-  // dlrun killed with SIGKILL leaves its file behind until the step's end, when
-  // slurmstepd's SPANK plugin removes it (core/step_files.h).
-  channel_.emplace(ChannelFile::create(channel_file_name(job_.job ? job_.job->to_string() : "0",
-                                                         step ? step : "0", rank_, getpid())));
+  // A random suffix keeps names unique (a job id comes back after a cluster restart,
+  // and a dlrun killed with SIGKILL leaves its file behind until the step's end, when
+  // slurmstepd's SPANK plugin removes it: core/step_files.h) and unguessable.
+  channel_.emplace(ChannelFile::create(
+      channel_file_stem(job_.job ? job_.job->to_string() : "0", step ? step : "0", rank_)));
   TaskContext task;
   task.layout = boot_.layout;
   task.rendezvous = boot_.rendezvous;

@@ -71,7 +71,7 @@ void ServiceLedger::run(Entry& e, std::int64_t start, std::uint32_t gpus, std::i
 
 void ServiceLedger::wait(Entry& e, std::int64_t eligible_since, std::int64_t now) {
   end_run(e, e.run.seen);
-  if (eligible_since > now) {
+  if (eligible_since == 0 || eligible_since > now) {
     end_wait(e, e.wait.seen);
     return;
   }
@@ -96,8 +96,10 @@ Service ServiceLedger::service(const Entry& e, std::int64_t now) {
 }
 
 Service ServiceLedger::observe(std::uint32_t job, const JobSnapshot& s, std::int64_t now) {
-  const std::int64_t eligible = std::max(s.submit, s.begin);
   if (s.running) {
+    // Where Slurm enforces limits it clears accrue_time when the job starts; its
+    // BeginTime is then when it became eligible (Slurm sets it when a dependency ends).
+    const std::int64_t eligible = s.accrue != 0 ? s.accrue : std::max(s.submit, s.begin);
     const auto [it, added] = jobs_.try_emplace(job);
     Entry& e = it->second;
     if (added && eligible != 0) e.wait_s = span_seconds(eligible, s.start);
@@ -106,7 +108,9 @@ Service ServiceLedger::observe(std::uint32_t job, const JobSnapshot& s, std::int
     return service(e, now);
   }
   if (s.pending && !s.completing && !s.held) {
-    if (!s.requeued) return {0, span_seconds(eligible, now), 0};
+    // A pending job waits from when Slurm counts its age (accrue_time), not from its
+    // submission: a wait on a dependency (BeginTime 0 until it ends) is no wait.
+    if (!s.requeued) return {0, s.accrue != 0 ? span_seconds(s.accrue, now) : 0, 0};
     Entry& e = jobs_[job];
     mark(e);
     // Requeued and not seen completing: Slurm has reset its EndTime, but its new
@@ -115,7 +119,7 @@ Service ServiceLedger::observe(std::uint32_t job, const JobSnapshot& s, std::int
     if (e.run.start != 0 && s.submit > e.run.start) {
       end_run(e, std::min<std::int64_t>(s.submit, now));
     }
-    wait(e, eligible, now);
+    wait(e, s.accrue, now);
     return service(e, now);
   }
   const auto it = jobs_.find(job);

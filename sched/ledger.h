@@ -25,6 +25,10 @@ struct JobSnapshot {
   std::int64_t start = 0;
   std::int64_t submit = 0;
   std::int64_t begin = 0;
+  // Slurm's accrue_time: since when a pending job has been accruing age (what
+  // priority/multifactor counts); 0 while it does not, e.g. while it waits on a
+  // dependency (Slurm leaves its BeginTime 0 then) or is over MaxJobsAccrue.
+  std::int64_t accrue = 0;
   std::int64_t end = 0;  // when its run ended, if finished or completing
   std::uint32_t gpus = 0;
 };

@@ -7,24 +7,10 @@
 
 namespace dl::sched {
 
-EnvLookup env_of(char** env, std::uint32_t size) {
-  return [env, size](const std::string& name) -> std::optional<std::string> {
-    for (std::uint32_t i = 0; env && i < size; ++i) {
-      const char* kv = env[i];
-      if (kv && std::strncmp(kv, name.c_str(), name.size()) == 0 && kv[name.size()] == '=') {
-        return std::string(kv + name.size() + 1);
-      }
-    }
-    return std::nullopt;
-  };
-}
+EnvLookup env_of(char** env, std::uint32_t size) { return spank_env_lookup(env, size); }
 
 std::optional<Spec> spec_of(const job_record_t* job) {
-  return spec_from_env(env_of(job->spank_job_env, job->spank_job_env_size));
-}
-
-std::optional<std::string> spec_value(const job_record_t* job, const char* name) {
-  return env_of(job->spank_job_env, job->spank_job_env_size)(name);
+  return spank_env_spec(job->spank_job_env, job->spank_job_env_size);
 }
 
 Capacity capacity_of(const part_record_t* part) {
@@ -122,12 +108,14 @@ std::optional<std::chrono::seconds> time_limit(std::uint32_t minutes, const part
 PriorityParams site_params() {
   static std::mutex lock;
   static PriorityParams params;
-  static std::time_t parsed_at = -1;
+  static std::optional<std::string> parsed;
   const std::lock_guard<std::mutex> hold(lock);
-  if (parsed_at != slurm_conf.last_update) {
-    params =
-        parse_priority_params(slurm_conf.site_factor_params ? slurm_conf.site_factor_params : "");
-    parsed_at = slurm_conf.last_update;
+  // Keyed on the text, not on slurm_conf.last_update: that has whole seconds, and two
+  // reconfigurations within one second left the first one's parameters in force.
+  const char* text = slurm_conf.site_factor_params ? slurm_conf.site_factor_params : "";
+  if (!parsed || *parsed != text) {
+    params = parse_priority_params(text);
+    parsed = text;
   }
   return params;
 }

@@ -13,19 +13,18 @@
 #include "sched/gang.h"
 #include "sched/plugins/slurmctld_api.h"
 #include "sched/priority.h"
+#include "sched/spank_env.h"
 
 namespace dl::sched {
 
-// A lookup over a SPANK job environment ("NAME=value" strings), as job_desc_msg_t and
-// job_record_t carry it.
+// A bounded lookup over a SPANK job environment ("NAME=value" strings), as
+// job_desc_msg_t and job_record_t carry it (sched/spank_env.h).
 EnvLookup env_of(char** env, std::uint32_t size);
 
-// The job's DL spec; nullopt for a job without one. Throws InputError on a malformed
-// spec (the SPANK plugin writes a valid one).
+// The job's DL spec, read by the one parser every plugin shares (sched/spank_env.h);
+// nullopt for a job without one. Throws InputError on a malformed spec (job_submit/dl
+// lets none through).
 std::optional<Spec> spec_of(const job_record_t* job);
-
-// One variable of the job's spec, without parsing the rest (hot paths).
-std::optional<std::string> spec_value(const job_record_t* job, const char* name);
 
 // The GPUs of each node of the partition and its leaf switches (topology/tree).
 Capacity capacity_of(const part_record_t* part);
@@ -48,7 +47,7 @@ double run_seconds(const job_record_t* job, std::time_t now);
 // The partition's limit for a job that gave none, or the job's; nullopt: infinite.
 std::optional<std::chrono::seconds> time_limit(std::uint32_t minutes, const part_record_t* part);
 
-// PrioritySiteFactorParameters, parsed once per configuration (slurm_conf.last_update).
+// PrioritySiteFactorParameters, parsed again whenever its text changes.
 PriorityParams site_params();
 
 // Whether site_factor/dl computes the jobs' site factors (the preempt plugin compares

@@ -5,7 +5,9 @@
 // It trusts nothing the SPANK plugin checked: a client built on libslurm can set the
 // job's SPANK environment directly. The spec is parsed again with the SPANK plugin's
 // own parser and the site's limits (the spank_dl.so arguments in PlugStackConfig), and
-// the work one submission can cause is bounded (sched/submission.h).
+// the work one submission can cause is bounded (sched/submission.h). The spec it
+// accepts is then written back in the one form the other plugins read
+// (sched/spank_env.h), whatever spelling the client used.
 #include <fmt/format.h>
 #include <glob.h>
 
@@ -21,6 +23,7 @@
 #include "sched/plugins/controller.h"
 #include "sched/plugins/guard.h"
 #include "sched/preempt.h"
+#include "sched/spank_env.h"
 #include "sched/state_file.h"
 #include "sched/submission.h"
 #include "sched/tres.h"
@@ -119,14 +122,17 @@ std::string home_of(std::uint32_t uid) {
 }
 
 // The job's DL spec, checked as the SPANK plugin checks it. nullopt: not a DL job.
+// Only the entries the other plugins read (spank_env_lookup's bound) can make a job a
+// DL job, and no entry is measured beyond the longest allowed.
 std::optional<Spec> checked_spec(const job_desc_msg_t* job) {
   bool any = false;
   std::size_t longest = 0;
-  for (std::uint32_t i = 0; job->spank_job_env && i < job->spank_job_env_size; ++i) {
+  const std::size_t examined = std::min<std::size_t>(job->spank_job_env_size, kMaxSpankEnvEntries);
+  for (std::uint32_t i = 0; job->spank_job_env && i < examined; ++i) {
     const char* kv = job->spank_job_env[i];
     if (!kv) continue;
     any = any || std::strncmp(kv, "DL_", 3) == 0;
-    longest = std::max(longest, std::strlen(kv));
+    longest = std::max(longest, ::strnlen(kv, kMaxSpankEnvEntry + 1));
   }
   if (!any) return std::nullopt;
   check_spank_env_size(job->spank_job_env_size, longest);
@@ -182,6 +188,21 @@ void set_task_count(job_desc_msg_t* job, std::uint32_t n) {
       }
     }
   }
+}
+
+// The job's SPANK environment with its spec as Spec::to_env() writes it: what every
+// reader in slurmctld (spec_of) and the job's prolog and epilog see, however the
+// client spelled it ("yes" for 1, "30m" for 1800).
+void normalize_spank_env(job_desc_msg_t* job, const Spec& spec) {
+  const std::vector<std::string> env =
+      normalized_spank_env(job->spank_job_env, job->spank_job_env_size, spec);
+  for (std::uint32_t i = 0; job->spank_job_env && i < job->spank_job_env_size; ++i) {
+    xfree(job->spank_job_env[i]);
+  }
+  xfree(job->spank_job_env);
+  job->spank_job_env = static_cast<char**>(xcalloc(env.size() + 1, sizeof(char*)));
+  for (std::size_t i = 0; i < env.size(); ++i) job->spank_job_env[i] = xstrdup(env[i].c_str());
+  job->spank_job_env_size = static_cast<std::uint32_t>(env.size());
 }
 
 // One task per GPU unless the user laid the tasks out (-n, --ntasks-per-node); then
@@ -258,6 +279,7 @@ int submit(job_desc_msg_t* job, char** err_msg) {
       summary += ", preemptible";
     }
     if (spec->preemptible) apply_preemptible(job, *spec, limit);
+    normalize_spank_env(job, *spec);
     set_string(job->comment, summary);
     verbose("dl: job_submit: %s", summary.c_str());
     return SLURM_SUCCESS;

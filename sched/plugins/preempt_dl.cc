@@ -12,12 +12,13 @@
 // partitions out of what a job may use before it tests the preemption candidates; the
 // candidates preempt_p_preemptable returns already exclude those jobs, so the same
 // non-DL jobs are preempted as with preempt/partition_prio (sched.bats tests both).
-#include <cstdlib>
-#include <cstring>
+// A job's --dl-preemptible and --dl-ckpt-every are read with job_submit/dl's own
+// parser (spec_of, sched/spank_env.h), over a bounded part of its SPANK environment.
 #include <ctime>
 #include <optional>
 
 #include "config.h"
+#include "core/error.h"
 #include "sched/plugins/controller.h"
 #include "sched/plugins/guard.h"
 #include "sched/preempt.h"
@@ -25,8 +26,21 @@
 namespace dl::sched {
 namespace {
 
-bool dl_preemptible(const job_record_t* job) {
-  return spec_value(job, "DL_PREEMPTIBLE").value_or("0") == "1";
+// The job's spec; nullopt for a job without one, or with one job_submit/dl did not
+// write (a job queued before it was configured): such a job is not a DL victim.
+std::optional<Spec> dl_spec(const job_record_t* job) {
+  try {
+    return spec_of(job);
+  } catch (const InputError& e) {
+    debug("dl: preempt: JobId=%u: its DL spec is not read: %s", job->job_id, e.what());
+    return std::nullopt;
+  }
+}
+
+// The job's --dl-ckpt-every in seconds (unset: no periodic checkpoints).
+std::optional<double> ckpt_every(const std::optional<Spec>& spec) {
+  if (spec && spec->ckpt_every) return static_cast<double>(spec->ckpt_every->count());
+  return std::nullopt;
 }
 
 std::uint16_t preempt_mode(const job_record_t* job) {
@@ -37,12 +51,6 @@ std::uint16_t preempt_mode(const job_record_t* job) {
 
 double points(const job_record_t* job) {
   return static_cast<double>(static_cast<std::int64_t>(job->site_factor) - NICE_OFFSET);
-}
-
-// The job's --dl-ckpt-every in seconds (unset: no periodic checkpoints).
-std::optional<double> ckpt_every(const job_record_t* job) {
-  if (const auto v = spec_value(job, "DL_CKPT_EVERY")) return std::strtod(v->c_str(), nullptr);
-  return std::nullopt;
 }
 
 bool preemptable(const job_record_t* victim, const job_record_t* preemptor) {
@@ -58,12 +66,13 @@ bool preemptable(const job_record_t* victim, const job_record_t* preemptor) {
   pair.preemptor_tier = pp->priority_tier;
   pair.victim_mode_off = vp->preempt_mode == PREEMPT_MODE_OFF;
   if (const auto decided = partitions_decide(pair)) return *decided;
-  pair.victim_dl_preemptible = dl_preemptible(victim);
+  const std::optional<Spec> spec = dl_spec(victim);
+  pair.victim_dl_preemptible = spec && spec->preemptible;
   pair.dl_priority = site_factor_is_dl();
   pair.victim_points = points(victim);
   pair.preemptor_points = points(preemptor);
   pair.victim_progress_s = checkpointed_progress(run_seconds(victim, std::time(nullptr)));
-  pair.victim_ckpt_every_s = ckpt_every(victim);
+  pair.victim_ckpt_every_s = ckpt_every(spec);
   return may_preempt(pair, site_params());
 }
 
@@ -72,7 +81,7 @@ bool preemptable(const job_record_t* victim, const job_record_t* preemptor) {
 // --dl-ckpt-every is counted from its start in steps of that interval.
 double lost_gpu_seconds(const job_record_t* job) {
   const double since =
-      seconds_since_checkpoint(run_seconds(job, std::time(nullptr)), ckpt_every(job));
+      seconds_since_checkpoint(run_seconds(job, std::time(nullptr)), ckpt_every(dl_spec(job)));
   return std::max<std::uint32_t>(allocated_gpus(job), 1) * since;
 }
 

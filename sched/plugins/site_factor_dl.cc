@@ -74,6 +74,7 @@ Service observe(ServiceLedger& ledger, const job_record_t* job, std::time_t now)
   if (job->details) {
     s.submit = job->details->submit_time;
     s.begin = job->details->begin_time;
+    s.accrue = job->details->accrue_time;
   }
   s.end = job->end_time;
   s.gpus = s.running ? allocated_gpus(job) : 0;

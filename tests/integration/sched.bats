@@ -285,6 +285,32 @@ preempted_by_high() {
   [ "$(job_field "$used" Priority)" -lt "$(job_field "$fresh" Priority)" ]
 }
 
+@test "a job's wait on a dependency earns it no age" {
+  # 100 points of age a second: 20 seconds of waiting would be 2,000.
+  site_params interval=2s,age_period=1000s
+  # busy holds three of the four nodes (whole: a gang's nodes are its own), first
+  # the fourth; the 4-GPU jobs can only wait.
+  busy=$(as_dltest sbatch --parsable --dl-gpus=6 -o /dev/null --wrap 'sleep 120')
+  wait_state "$busy" RUNNING 30
+  first=$(as_dltest sbatch --parsable -n1 -o /dev/null --wrap 'sleep 60')
+  wait_state "$first" RUNNING 30
+  dependent=$(as_dltest sbatch --parsable --dependency="afterany:$first" --dl-gpus=4 \
+    -o /dev/null --wrap true)
+  sleep 20
+  # A job eligible from now on, with no age yet.
+  fresh=$(as_dltest sbatch --parsable --dl-gpus=4 -o /dev/null --wrap true)
+  sleep 5 # a few samples and refreshes of the priorities (every 2 s here)
+  # sprio leaves out a job waiting on a dependency: the priorities, whose difference
+  # is the site factors' (same partition, size and user; Slurm's own age counts
+  # neither the dependency wait).
+  dependent_priority=$(job_field "$dependent" Priority)
+  fresh_priority=$(job_field "$fresh" Priority)
+  echo "priorities: dependent $dependent_priority, fresh $fresh_priority"
+  # Still waiting on first: Slurm counts it no age (AccrueTime), nor may the DL priority.
+  [ "$(job_field "$dependent" Reason)" = Dependency ]
+  [ "$dependent_priority" -le $((fresh_priority + 500)) ]
+}
+
 # Issue 12, item 8: the controller does not trust the job's SPANK environment. A client
 # on libslurm sets DL_* itself, skipping the SPANK plugin's checks.
 @test "a submission that skips the SPANK plugin is held to the site's limits by job_submit/dl" {
@@ -315,6 +341,26 @@ preempted_by_high() {
   [ "$status" -eq 1 ]
   grep -q "SPANK environment has 2002 entries" "$log"
   [ "$(squeue -h -o %i | grep -vc "^$ok$")" -eq 0 ]
+}
+
+# A client on libslurm spells the spec as job_submit/dl accepts it ("yes", "30m");
+# preempt/dl must read it as job_submit/dl did, not with rules of its own.
+@test "DL_PREEMPTIBLE=yes from a client that skips the SPANK plugin is preemptible to preempt/dl too" {
+  site_params interval=2s,service_unit=1s
+  scontrol update PartitionName=low GraceTime=3
+  raw=$DL_BUILD_DIR/tests/integration/submit_raw
+  long=$("$raw" -w 'sleep 600' DL_SPEC_VERSION=1 DL_GPUS=8 DL_PREEMPTIBLE=yes DL_CKPT_EVERY=30m)
+  wait_state "$long" RUNNING 30
+  [[ $(comment_of "$long") == *preemptible* ]]
+  sleep 10
+  new=$(submit --dl-gpus=2 -o /dev/null --wrap 'echo new ran')
+  wait_state "$new" 'RUNNING|COMPLETED' 90
+  [ "$(job_field "$long" Restarts)" -ge 1 ]
+  grep -q "preempted JobId=$long has been requeued" "$(dirname "$SLURM_CONF")/log/slurmctld.log"
+  # The controller holds the spec as job_submit/dl read it, in the one form.
+  spec=$(dirname "$SLURM_CONF")/log/prolog-spec.log
+  grep -qx "$long SPANK_DL_PREEMPTIBLE=1" "$spec"
+  grep -qx "$long SPANK_DL_CKPT_EVERY=1800" "$spec"
 }
 
 # Issue 12, item 10: site_factor/dl's sampler thread is stopped and joined in fini. A

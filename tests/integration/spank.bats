@@ -331,6 +331,26 @@ node_up() { [[ ! $(sinfo -h -n "n$1" -o %T) =~ drain ]]; }
   done
 }
 
+@test "dlother planting every pid's channel file name cannot stop dltest's step" {
+  cd /home/dltest
+  rm -f shm.out
+  job=$(as_dltest sbatch --parsable --hold -w n1 -o /home/dltest/shm.out \
+    --wrap "srun -n1 --mpi=pmix $DL_BUILD_DIR/launcher/dlrun sh -c \
+      'test -f \"\$DL_CLIENT_FILE\" && echo client file \$DL_CLIENT_FILE'")
+  # Rank 0 of step 0 under every pid the kernel can hand out: a name made of the job,
+  # step, rank and pid alone is taken whatever dlrun's pid.
+  p=/dev/shm/dlrun-$job
+  runuser -u dlother -- sh -c "seq -f '$p.0-0-%.0f' 1 $(cat /proc/sys/kernel/pid_max) | xargs touch"
+  scontrol release "$job"
+  wait_state "$job" 'COMPLETED|FAILED' 60
+  cat shm.out
+  [ "$(job_state "$job")" = COMPLETED ]
+  grep -q "client file $p\.0-0-[0-9a-f]\{16\}$" shm.out
+  # dlother's files are dlother's, untouched by the step's end.
+  [ "$(stat -c %U "$p.0-0-1")" = dlother ]
+  rm -f shm.out
+}
+
 @test "sbatch, srun and salloc --help list every option with its help" {
   for cmd in sbatch srun salloc; do
     run $cmd --help

@@ -1,6 +1,7 @@
 // Submits a batch job through libslurm with a SPANK environment of the caller's choice,
 // as a client that skips the SPANK plugin can (issue 12: job_submit/dl must not trust
-// it). Usage: submit_raw [-p partition] NAME=value... (the job's spank_job_env).
+// it). Usage: submit_raw [-p partition] [-w command] NAME=value... (the job's
+// spank_job_env; the batch script runs `command`, `true` by default).
 // Prints the job id; on a rejection, Slurm's error and exit status 1.
 #include <slurm/slurm.h>
 #include <slurm/slurm_errno.h>
@@ -18,10 +19,13 @@ int main(int argc, char** argv) {
   job_desc_msg_t desc;
   slurm_init_job_desc_msg(&desc);
   std::string partition;
+  std::string script = "#!/bin/sh\ntrue\n";
   std::vector<char*> spank_env;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "-p") == 0 && i + 1 < argc) {
       partition = argv[++i];
+    } else if (std::strcmp(argv[i], "-w") == 0 && i + 1 < argc) {
+      script = std::string("#!/bin/sh\n") + argv[++i] + "\n";
     } else {
       spank_env.push_back(argv[i]);
     }
@@ -29,11 +33,10 @@ int main(int argc, char** argv) {
   char cwd[4096];
   if (!getcwd(cwd, sizeof cwd)) return 2;
   char name[] = "submit_raw";
-  char script[] = "#!/bin/sh\ntrue\n";
   char path[] = "PATH=/usr/bin:/bin";
   char* env[] = {path};
   desc.name = name;
-  desc.script = script;
+  desc.script = script.data();
   desc.work_dir = cwd;
   desc.environment = env;
   desc.env_size = 1;

@@ -30,10 +30,23 @@ struct stat file_of(uid_t uid, mode_t type = S_IFREG) {
   return st;
 }
 
-TEST(ChannelFileName, IsThePrefixThenRankAndPid) {
+TEST(ChannelFileStem, IsThePrefixThenTheRank) {
   EXPECT_EQ(channel_file_prefix("4711", "3"), "dlrun-4711.3-");
-  EXPECT_EQ(channel_file_name("4711", "3", 12, 98765), "dlrun-4711.3-12-98765");
-  EXPECT_EQ(channel_file_name("100_3", "0", 0, 5), "dlrun-100_3.0-0-5");
+  EXPECT_EQ(channel_file_stem("4711", "3", 12), "dlrun-4711.3-12-");
+  EXPECT_EQ(channel_file_stem("100_3", "0", 0), "dlrun-100_3.0-0-");
+}
+
+TEST(RemovableChannelFile, DlrunsRandomSuffixOrAnOldPid) {
+  const std::string prefix = channel_file_prefix("12", "3");
+  const struct stat dir = shared_dir();
+  EXPECT_TRUE(
+      removable_channel_file(dir, "dlrun-12.3-0-0123456789abcdef", file_of(1000), prefix, 1000));
+  EXPECT_TRUE(removable_channel_file(dir, "dlrun-12.3-7-98765", file_of(1000), prefix, 1000));
+  // More than 16 digits, upper case, not hex.
+  for (const char* name : {"dlrun-12.3-0-0123456789abcdef0", "dlrun-12.3-0-0123456789ABCDEF",
+                           "dlrun-12.3-0-0123456789abcdeg"}) {
+    EXPECT_FALSE(removable_channel_file(dir, name, file_of(1000), prefix, 1000)) << name;
+  }
 }
 
 TEST(RemovableChannelFile, OnlyTheStepsRegularFilesOfTheUser) {

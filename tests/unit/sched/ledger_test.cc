@@ -41,6 +41,7 @@ TEST(Ledger, ARequeuedJobStillCompletingHasNotStartedWaiting) {
   JobSnapshot s;
   s.pending = true;
   s.submit = 900;
+  s.accrue = 900;
   l.observe(7, s, 950);
   s = {};
   s.running = true;
@@ -61,6 +62,7 @@ TEST(Ledger, ARequeuedJobStillCompletingHasNotStartedWaiting) {
   s.completing = false;
   s.submit = 1017;
   s.begin = 1028;
+  s.accrue = 1028;
   l.observe(7, s, 1018);
   l.observe(7, s, 1050);
   EXPECT_DOUBLE_EQ(l.waited(7, 1050), 100 + 22);
@@ -89,6 +91,7 @@ TEST(Ledger, ARequeuedJobsRunEndsWhenSlurmResubmitsIt) {
   s.requeued = true;
   s.submit = 1016;
   s.begin = 1027;
+  s.accrue = 1027;
   l.observe(7, s, 1017);
   EXPECT_DOUBLE_EQ(l.attained(7, 1017), 64);
   l.observe(7, s, 1030);
@@ -105,6 +108,7 @@ TEST(Ledger, APendingJobNeverRequeuedHasNoEntry) {
   s.pending = true;
   s.submit = 900;
   s.begin = 950;
+  s.accrue = 950;
   Service got = l.observe(7, s, 1000);
   EXPECT_EQ(l.size(), 0u);
   EXPECT_DOUBLE_EQ(got.attained, 0);
@@ -124,6 +128,51 @@ TEST(Ledger, APendingJobNeverRequeuedHasNoEntry) {
   s.running = true;  // no submit time known: no wait made up
   s.start = 1100;
   EXPECT_DOUBLE_EQ(l.observe(8, s, 1110).waited, 0);
+}
+
+TEST(Ledger, ADependencyWaitIsNoWait) {
+  // Submitted at 900 after a job it depends on: Slurm leaves its BeginTime and
+  // accrue_time 0 until that job ends (at 1000), then sets both.
+  ServiceLedger l;
+  JobSnapshot s;
+  s.pending = true;
+  s.submit = 900;
+  EXPECT_DOUBLE_EQ(l.observe(7, s, 990).waited, 0);
+  s.begin = 1000;
+  s.accrue = 1000;
+  EXPECT_DOUBLE_EQ(l.observe(7, s, 1050).waited, 50);
+  s = {};
+  s.running = true;
+  s.submit = 900;
+  s.begin = 1000;  // accrue_time is 0 again once it runs, where Slurm enforces limits
+  s.start = 1060;
+  s.gpus = 1;
+  EXPECT_DOUBLE_EQ(l.observe(7, s, 1070).waited, 60);
+}
+
+TEST(Ledger, ARequeuedJobNotAccruingIsNotWaiting) {
+  // Requeued (SubmitTime 1016, BeginTime 1027), then not accruing age (its user is
+  // over MaxJobsAccrue) until 1040.
+  ServiceLedger l;
+  JobSnapshot s;
+  s.running = true;
+  s.start = 1000;
+  s.gpus = 4;
+  s.submit = 900;
+  s.accrue = 900;
+  l.observe(7, s, 1015);
+  s = {};
+  s.pending = true;
+  s.requeued = true;
+  s.submit = 1016;
+  s.begin = 1027;
+  l.observe(7, s, 1017);
+  l.observe(7, s, 1035);
+  EXPECT_DOUBLE_EQ(l.waited(7, 1035), 100);
+  s.accrue = 1040;
+  l.observe(7, s, 1041);
+  l.observe(7, s, 1050);
+  EXPECT_DOUBLE_EQ(l.waited(7, 1050), 100 + 10);
 }
 
 TEST(Ledger, ANewStartTimeEndsAMissedRun) {
@@ -197,6 +246,7 @@ TEST(Ledger, ObserveGivesTheServiceAfterTheSample) {
   JobSnapshot s;
   s.pending = true;
   s.submit = 1000;
+  s.accrue = 1000;
   Service got = l.observe(7, s, 1100);
   EXPECT_DOUBLE_EQ(got.waited, 100);
   EXPECT_DOUBLE_EQ(got.attained, 0);
