@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/printable.h"
 #include "core/sysio.h"
 #include "exp/journal.h"
 #include "exp/plot.h"
@@ -37,9 +38,13 @@ namespace {
 
 using nlohmann::json;
 
-// A terminal table: columns as wide as their widest cell.
-void print_table(const std::vector<std::string>& head,
-                 const std::vector<std::vector<std::string>>& rows) {
+// A terminal table: columns as wide as their widest cell. Cells come from journals
+// (trial, metric and event text that a job's program chose): control characters are
+// printed as escapes.
+void print_table(const std::vector<std::string>& head, std::vector<std::vector<std::string>> rows) {
+  for (auto& row : rows) {
+    for (auto& cell : row) cell = printable(cell);
+  }
   std::vector<std::size_t> width(head.size());
   for (std::size_t c = 0; c < head.size(); ++c) width[c] = head[c].size();
   for (const auto& row : rows) {
@@ -80,9 +85,15 @@ class Tool {
  public:
   explicit Tool(std::string root) : root_(std::move(root)) {}
 
-  // The merged store of `experiment`; an unknown one is an InputError naming it.
+  // The merged store of `experiment`; an unknown one, or one that is not the caller's,
+  // is an InputError naming it.
   Store& open(const std::string& experiment) {
     validate_name("experiment", experiment);
+    if (const auto why = not_yours(root_, experiment)) {
+      throw InputError(
+          fmt::format("experiment '{}' under {} {}; dl-exp reads only your own experiments",
+                      experiment, root_, *why));
+    }
     if (file_type(journals_dir(root_, experiment)) != FileType::directory) {
       throw InputError(
           fmt::format("unknown experiment '{}' (none under {}; `dl-exp list` shows "
@@ -90,8 +101,21 @@ class Tool {
                       experiment, root_));
     }
     store_ = std::make_unique<Store>(root_, experiment);
-    store_->merge();
+    merge(*store_);
     return *store_;
+  }
+
+  // Merges within the budget; says once on stderr which journals it does not read.
+  void merge(Store& s) {
+    const MergeStats stats = s.merge(budget_);
+    budget_ = budget_ == kNoBudget ? budget_ : budget_ - std::min(budget_, stats.bytes);
+    for (const auto& why : stats.skipped) note("skipped " + why);
+  }
+
+  void note(const std::string& text) {
+    if (said_.insert(text).second) {
+      std::fprintf(stderr, "dl-exp: %s\n", printable(text).c_str());
+    }
   }
 
   void check_trial(Store& s, const std::string& trial) {
@@ -105,9 +129,18 @@ class Tool {
 
   json list() {
     json out = {{"root", root_}, {"experiments", json::array()}};
-    for (const auto& name : list_experiments(root_)) {
+    std::vector<std::string> skipped;
+    const std::vector<std::string> names = list_experiments(root_, &skipped);
+    if (!skipped.empty()) {
+      std::string which;
+      for (const auto& n : skipped) which += (which.empty() ? "" : ", ") + n;
+      note(fmt::format("skipped {} experiment{} under {} that {} not yours or not readable: {}",
+                       skipped.size(), skipped.size() == 1 ? "" : "s", root_,
+                       skipped.size() == 1 ? "is" : "are", which));
+    }
+    for (const auto& name : names) {
       Store s(root_, name);
-      s.merge();
+      merge(s);
       const json trials = s.trials();
       json states = json::object();
       double updated = 0;
@@ -280,6 +313,9 @@ class Tool {
         at.first = std::max(at.first, m["time"].get<double>());
         at.second[m["name"].get<std::string>()] = m["value"].get<double>();
       }
+      // A trial's name comes from its journal: it must be a plain name before it becomes
+      // a directory (no "..", no "/").
+      for (const auto& [trial, by_step] : steps) validate_name("trial", trial);
       for (const auto& [trial, by_step] : steps) {
         const std::string run = join(dir, trial);
         make_dirs(run);
@@ -337,6 +373,8 @@ class Tool {
  private:
   std::string root_;
   std::unique_ptr<Store> store_;
+  std::uint64_t budget_ = kNoBudget;
+  std::set<std::string> said_;
 };
 
 // `dl-exp serve`: the page and the JSON API it reads (the objects `--json` prints), bound
@@ -494,7 +532,7 @@ int run(int argc, char** argv) {
     const json j = tool.show(experiment);
     if (as_json) return emit(j), 0;
     std::printf("experiment %s (%s)\n\n", experiment.c_str(),
-                j["database"].get<std::string>().c_str());
+                printable(j["database"].get<std::string>()).c_str());
     print_trials(j["trials"]);
     std::vector<std::vector<std::string>> rows;
     for (const auto& e : j["events"]) {
@@ -517,8 +555,8 @@ int run(int argc, char** argv) {
   } else if (*best) {
     const json j = tool.best(experiment, metric, mode);
     if (as_json) return emit(j), 0;
-    std::printf("%s %s=%s at step %lld\n", j["best"]["trial"].get<std::string>().c_str(),
-                metric.c_str(), number(j["best"]["value"].get<double>()).c_str(),
+    std::printf("%s %s=%s at step %lld\n", printable(j["best"]["trial"].get<std::string>()).c_str(),
+                printable(metric).c_str(), number(j["best"]["value"].get<double>()).c_str(),
                 static_cast<long long>(j["best"]["step"].get<std::int64_t>()));
   } else if (*compare) {
     const json j = tool.compare(experiment, trial, trial2);
@@ -529,7 +567,7 @@ int run(int argc, char** argv) {
     if (as_json) return emit(j), 0;
     for (const auto& l : j["logs"]) {
       const std::string path = l["path"].get<std::string>();
-      std::printf("==> %s <==\n", path.c_str());
+      std::printf("==> %s <==\n", printable(path).c_str());
       std::ifstream in(path);
       if (!in) {
         std::printf("(not readable here)\n");
@@ -560,10 +598,10 @@ int main(int argc, char** argv) {
   try {
     return dl::exp::run(argc, argv);
   } catch (const dl::InputError& e) {
-    std::fprintf(stderr, "dl-exp: %s\n", e.what());
+    std::fprintf(stderr, "dl-exp: %s\n", dl::printable(e.what()).c_str());
     return 2;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "dl-exp: %s\n", e.what());
+    std::fprintf(stderr, "dl-exp: %s\n", dl::printable(e.what()).c_str());
     return 1;
   }
 }
