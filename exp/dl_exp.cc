@@ -27,6 +27,7 @@
 #include "exp/journal.h"
 #include "exp/plot.h"
 #include "exp/search_driver.h"
+#include "exp/serve_auth.h"
 #include "exp/serve_page.h"
 #include "exp/store.h"
 #include "exp/tensorboard.h"
@@ -84,6 +85,9 @@ std::string time_text(double t) {
 class Tool {
  public:
   explicit Tool(std::string root) : root_(std::move(root)) {}
+
+  // At most `bytes` of journals merged until the next call (dl-exp serve: per request).
+  void set_merge_budget(std::uint64_t bytes) { budget_ = bytes; }
 
   // The merged store of `experiment`; an unknown one, or one that is not the caller's,
   // is an InputError naming it.
@@ -377,15 +381,46 @@ class Tool {
   std::set<std::string> said_;
 };
 
+// Journal bytes one request of `dl-exp serve` may merge (under the server's one lock):
+// a journal that grew by more is taken in over the next requests (the page asks again
+// every two seconds).
+constexpr std::uint64_t kServeMergeBudget = 64u << 20;
+
 // `dl-exp serve`: the page and the JSON API it reads (the objects `--json` prints), bound
-// to `bind` (127.0.0.1 by default: the data is the user's). Requests are served one at a
-// time: each merges the journals first.
+// to `bind` (127.0.0.1 by default: the data is the user's). Every request must name this
+// host and carry the token printed at the start (exp/serve_auth.h); the page's URL sets
+// a cookie with it. Requests are served one at a time: each merges the journals first,
+// at most kServeMergeBudget bytes of them.
 void serve(Tool& tool, const std::string& bind, int port) {
   httplib::Server server;
   std::mutex mutex;
+  const std::string token = new_token();
+  const std::string cookie = token_cookie_name(port);
+  const std::vector<std::string> names = served_host_names(bind, hostname());
+  server.set_pre_routing_handler([&](const httplib::Request& req, httplib::Response& res) {
+    auto refuse = [&](const std::string& why) {
+      res.status = 403;
+      res.set_content("dl-exp serve: " + why + "\n", "text/plain; charset=utf-8");
+      return httplib::Server::HandlerResponse::Handled;
+    };
+    if (!host_allowed(req.get_header_value("Host"), names)) {
+      return refuse("this server answers only to the names of this host (Host: " +
+                    printable(req.get_header_value("Host")) + ")");
+    }
+    const std::string in_url = req.get_param_value("token");
+    if (same_token(in_url, token)) {
+      // The page's own requests (and its links without the token) carry it from now on.
+      res.set_header("Set-Cookie", cookie + "=" + token + "; Path=/; HttpOnly; SameSite=Strict");
+    } else if (!same_token(cookie_value(req.get_header_value("Cookie"), cookie), token) &&
+               !same_token(authorization_token(req.get_header_value("Authorization")), token)) {
+      return refuse("open the URL with the token that dl-exp serve printed at its start");
+    }
+    return httplib::Server::HandlerResponse::Unhandled;
+  });
   auto api = [&](const std::function<json(const httplib::Request&)>& answer) {
     return [&, answer](const httplib::Request& req, httplib::Response& res) {
       std::lock_guard<std::mutex> lock(mutex);
+      tool.set_merge_budget(kServeMergeBudget);
       try {
         res.set_content(answer(req).dump(), "application/json");
       } catch (const InputError& e) {
@@ -414,7 +449,9 @@ void serve(Tool& tool, const std::string& bind, int port) {
   if (!server.bind_to_port(bind.c_str(), port)) {
     throw SystemError(fmt::format("couldn't listen on {}:{} (in use? try --port)", bind, port));
   }
-  std::fprintf(stderr, "dl-exp: serving http://%s:%d/ (Ctrl-C to stop)\n", bind.c_str(), port);
+  const std::string host = bind.find(':') != std::string::npos ? "[" + bind + "]" : bind;
+  std::fprintf(stderr, "dl-exp: serving http://%s:%d/?token=%s (Ctrl-C to stop)\n", host.c_str(),
+               port, token.c_str());
   if (!server.listen_after_bind()) throw SystemError("the web server stopped");
 }
 

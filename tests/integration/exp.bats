@@ -232,11 +232,15 @@ assert len(set(steps)) >= 3 and steps == sorted(steps), steps'
   port=$((${DL_MINICLUSTER_PORT_BASE:-6800} + 90))
   "$DLEXP" serve --port "$port" 2>serve.txt 3>&- &
   echo $! >serve.pid
-  wait_until 20 "curl -sf http://127.0.0.1:$port/api/experiments >/dev/null"
+  # The URL it prints carries the token that every request needs (the browser gets a
+  # cookie from the first page).
+  wait_until 20 "grep -q 'serving http' serve.txt"
+  token=$(grep -o 'token=[0-9a-f]*' serve.txt | cut -d= -f2)
+  wait_until 20 "curl -sf http://127.0.0.1:$port/api/experiments?token=$token >/dev/null"
   # Bound to the loopback address only, by default.
   ss -ltnH "sport = :$port" | awk '{print $4}' | grep -qx "127.0.0.1:$port"
-  [ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/api/show/nosuch")" = 404 ]
-  url="http://127.0.0.1:$port/?exp=web"
+  [ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/api/show/nosuch?token=$token")" = 404 ]
+  url="http://127.0.0.1:$port/?exp=web&token=$token"
   chrome=(timeout 60 chromium --headless --no-sandbox --disable-gpu --virtual-time-budget=5000)
   "${chrome[@]}" --dump-dom "$url" 2>/dev/null >dom.html
   "${chrome[@]}" --window-size=1200,900 --screenshot="$PWD/shot.png" "$url" 2>/dev/null
@@ -324,4 +328,36 @@ assert ink > 0.01 * len(px) and coloured > 200, (ink, coloured)'
   [ "$status" -eq 2 ]
   [[ $output == *"trial '../../outside': expected 1 to 128 letters, digits or _.- not starting with '.'"* ]]
   [ ! -e ../../outside ] && [ ! -e ../outside ] && [ ! -e tb/../../outside ]
+}
+
+@test "exp 10: dl-exp serve answers only with its token and only to the host names it serves" {
+  write_journal "$DL_EXP_ROOT" web \
+    '{"kind": "metrics", "trial": "t1", "step": 0, "time": 1, "values": {"loss": 0.5}}'
+  port=$((${DL_MINICLUSTER_PORT_BASE:-6800} + 92))
+  "$DLEXP" serve --port "$port" 2>serve.txt 3>&- &
+  echo $! >serve.pid
+  wait_until 20 "grep -q 'serving http' serve.txt"
+  url=$(grep -o 'http://[^ ]*' serve.txt)
+  token=${url##*token=}
+  [ "${#token}" -ge 32 ]
+  [ "$url" = "http://127.0.0.1:$port/?token=$token" ]
+  base=http://127.0.0.1:$port
+  code() { curl -s -o /dev/null -w '%{http_code}' "$@"; }
+  # Without the token: refused, the page and the API alike; a wrong token too.
+  [ "$(code "$base/")" = 403 ]
+  [ "$(code "$base/api/experiments")" = 403 ]
+  [ "$(code "$base/api/show/web")" = 403 ]
+  [ "$(code "$base/api/experiments?token=${token}x")" = 403 ]
+  [ "$(code -H "Cookie: dl-exp-token-$port=nope" "$base/api/experiments")" = 403 ]
+  # With it (query, cookie, or header), answered.
+  [ "$(code "$base/api/experiments?token=$token")" = 200 ]
+  curl -sf "$base/api/show/web?token=$token" | check_json 'assert d["trials"][0]["id"] == "t1", d'
+  [ "$(code -H "Authorization: token $token" "$base/api/experiments")" = 200 ]
+  # The page with the token sets a cookie that the page's own requests carry.
+  curl -s -D headers.txt -o /dev/null "$base/?token=$token"
+  grep -i "^set-cookie: dl-exp-token-$port=$token;.*HttpOnly" headers.txt
+  [ "$(code -H "Cookie: dl-exp-token-$port=$token" "$base/api/experiments")" = 200 ]
+  # A name that is not this host's (DNS rebinding: evil.example resolves to 127.0.0.1).
+  [ "$(code -H "Host: evil.example:$port" "$base/api/experiments?token=$token")" = 403 ]
+  [ "$(code -H "Host: localhost:$port" "$base/api/experiments?token=$token")" = 200 ]
 }
