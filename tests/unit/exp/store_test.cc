@@ -222,7 +222,9 @@ TEST_F(StoreTest, SparseJournalIsSkippedOverNotRead) {
   Store store(root_, "exp");
   const MergeStats s = store.merge();
   EXPECT_EQ(s.records, 1u);
-  EXPECT_LE(s.bytes, kMergeChunk);
+  // The piece with the record, and one more up to where the file system says the hole
+  // starts (its block), not 64 GiB.
+  EXPECT_LE(s.bytes, 2 * kMergeChunk);
   EXPECT_FALSE(s.more);
   expect_each_once(store.metrics(std::nullopt), {"t"}, 1);
   EXPECT_EQ(store.merge().bytes, 0u);  // read once
