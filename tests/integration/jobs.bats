@@ -86,8 +86,9 @@ teardown() {
   job=$(runuser -u dlother -- env SLURM_CONF="$SLURM_CONF" sbatch --parsable --chdir=/tmp \
     -o /dev/null --dl-gpus=1 -t 5 -J $'x\e]0;owned\ay' --wrap 'sleep 300' | cut -d';' -f1)
   wait_state "$job" RUNNING 60
+  esc=$'\e[2J\e[31m'
   runuser -u dlother -- env SLURM_CONF="$SLURM_CONF" scontrol update JobId="$job" \
-    Comment="$(job_comment "$job") | RUNNING step 4, loss=$'\e[2J\e[31m'red"
+    Comment="$(job_comment "$job") | RUNNING step 4, loss=${esc}red"
   [[ "$(job_comment "$job")" == *$'\e[2J'* ]]
   run as_dltest "$DL_BUILD_DIR/launcher/dl-jobs" -a
   [ "$status" -eq 0 ]
