@@ -61,7 +61,8 @@ field_values() { grep -o "$1=[^ ]*" "${2:-out.txt}" | cut -d= -f2 | sort -u; }
   wait_state "$job" COMPLETED 120
   # Every user can read a job's comment (unless PrivateData=jobs): only job_submit/dl's
   # part is there.
-  [ "$(job_comment "$job")" = "dl: no GPUs" ]
+  comment=$(job_comment "$job")
+  [[ $comment == "dl: no GPUs"* && $comment != *"|"* ]]
   grep -q "COMPLETED step 39" out.txt
   run "$DLRUN" --status-comment=maybe true
   [ "$status" -eq 2 ]
