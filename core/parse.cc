@@ -39,6 +39,12 @@ std::uint64_t parse_uint(std::string_view option, std::string_view text, std::ui
   return value;
 }
 
+bool parse_on_off(std::string_view option, std::string_view text) {
+  if (text == "on") return true;
+  if (text == "off") return false;
+  throw InputError(fmt::format("{}={}: expected on or off", option, text));
+}
+
 std::chrono::seconds parse_duration(std::string_view option, std::string_view text,
                                     std::chrono::seconds min, std::chrono::seconds max) {
   const auto fail = [&]() {

@@ -16,6 +16,10 @@ namespace dl {
 std::uint64_t parse_uint(std::string_view option, std::string_view text, std::uint64_t min,
                          std::uint64_t max);
 
+// "on" or "off", nothing else: parse_on_off("--status-comment", "no") throws
+// "--status-comment=no: expected on or off".
+bool parse_on_off(std::string_view option, std::string_view text);
+
 // A duration in [min, max]: a number with an optional unit s, m, h or d ("90s", "30m",
 // "2h"), or several such terms ("1h30m"). A bare number means seconds.
 std::chrono::seconds parse_duration(std::string_view option, std::string_view text,

@@ -22,10 +22,12 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/printable.h"
 #include "core/sysio.h"
 #include "exp/journal.h"
 #include "exp/plot.h"
 #include "exp/search_driver.h"
+#include "exp/serve_auth.h"
 #include "exp/serve_page.h"
 #include "exp/store.h"
 #include "exp/tensorboard.h"
@@ -37,9 +39,13 @@ namespace {
 
 using nlohmann::json;
 
-// A terminal table: columns as wide as their widest cell.
-void print_table(const std::vector<std::string>& head,
-                 const std::vector<std::vector<std::string>>& rows) {
+// A terminal table: columns as wide as their widest cell. Cells come from journals
+// (trial, metric and event text that a job's program chose): control characters are
+// printed as escapes.
+void print_table(const std::vector<std::string>& head, std::vector<std::vector<std::string>> rows) {
+  for (auto& row : rows) {
+    for (auto& cell : row) cell = printable(cell);
+  }
   std::vector<std::size_t> width(head.size());
   for (std::size_t c = 0; c < head.size(); ++c) width[c] = head[c].size();
   for (const auto& row : rows) {
@@ -80,9 +86,18 @@ class Tool {
  public:
   explicit Tool(std::string root) : root_(std::move(root)) {}
 
-  // The merged store of `experiment`; an unknown one is an InputError naming it.
+  // At most `bytes` of journals merged until the next call (dl-exp serve: per request).
+  void set_merge_budget(std::uint64_t bytes) { budget_ = bytes; }
+
+  // The merged store of `experiment`; an unknown one, or one that is not the caller's,
+  // is an InputError naming it.
   Store& open(const std::string& experiment) {
     validate_name("experiment", experiment);
+    if (const auto why = not_yours(root_, experiment)) {
+      throw InputError(
+          fmt::format("experiment '{}' under {} {}; dl-exp reads only your own experiments",
+                      experiment, root_, *why));
+    }
     if (file_type(journals_dir(root_, experiment)) != FileType::directory) {
       throw InputError(
           fmt::format("unknown experiment '{}' (none under {}; `dl-exp list` shows "
@@ -90,8 +105,21 @@ class Tool {
                       experiment, root_));
     }
     store_ = std::make_unique<Store>(root_, experiment);
-    store_->merge();
+    merge(*store_);
     return *store_;
+  }
+
+  // Merges within the budget; says once on stderr which journals it does not read.
+  void merge(Store& s) {
+    const MergeStats stats = s.merge(budget_);
+    budget_ = budget_ == kNoBudget ? budget_ : budget_ - std::min(budget_, stats.bytes);
+    for (const auto& why : stats.skipped) note("skipped " + why);
+  }
+
+  void note(const std::string& text) {
+    if (said_.insert(text).second) {
+      std::fprintf(stderr, "dl-exp: %s\n", printable(text).c_str());
+    }
   }
 
   void check_trial(Store& s, const std::string& trial) {
@@ -105,9 +133,18 @@ class Tool {
 
   json list() {
     json out = {{"root", root_}, {"experiments", json::array()}};
-    for (const auto& name : list_experiments(root_)) {
+    std::vector<std::string> skipped;
+    const std::vector<std::string> names = list_experiments(root_, &skipped);
+    if (!skipped.empty()) {
+      std::string which;
+      for (const auto& n : skipped) which += (which.empty() ? "" : ", ") + n;
+      note(fmt::format("skipped {} experiment{} under {} that {} not yours or not readable: {}",
+                       skipped.size(), skipped.size() == 1 ? "" : "s", root_,
+                       skipped.size() == 1 ? "is" : "are", which));
+    }
+    for (const auto& name : names) {
       Store s(root_, name);
-      s.merge();
+      merge(s);
       const json trials = s.trials();
       json states = json::object();
       double updated = 0;
@@ -280,6 +317,9 @@ class Tool {
         at.first = std::max(at.first, m["time"].get<double>());
         at.second[m["name"].get<std::string>()] = m["value"].get<double>();
       }
+      // A trial's name comes from its journal: it must be a plain name before it becomes
+      // a directory (no "..", no "/").
+      for (const auto& [trial, by_step] : steps) validate_name("trial", trial);
       for (const auto& [trial, by_step] : steps) {
         const std::string run = join(dir, trial);
         make_dirs(run);
@@ -337,17 +377,50 @@ class Tool {
  private:
   std::string root_;
   std::unique_ptr<Store> store_;
+  std::uint64_t budget_ = kNoBudget;
+  std::set<std::string> said_;
 };
 
+// Journal bytes one request of `dl-exp serve` may merge (under the server's one lock):
+// a journal that grew by more is taken in over the next requests (the page asks again
+// every two seconds).
+constexpr std::uint64_t kServeMergeBudget = 64u << 20;
+
 // `dl-exp serve`: the page and the JSON API it reads (the objects `--json` prints), bound
-// to `bind` (127.0.0.1 by default: the data is the user's). Requests are served one at a
-// time: each merges the journals first.
+// to `bind` (127.0.0.1 by default: the data is the user's). Every request must name this
+// host and carry the token printed at the start (exp/serve_auth.h); the page's URL sets
+// a cookie with it. Requests are served one at a time: each merges the journals first,
+// at most kServeMergeBudget bytes of them.
 void serve(Tool& tool, const std::string& bind, int port) {
   httplib::Server server;
   std::mutex mutex;
+  const std::string token = new_token();
+  const std::string cookie = token_cookie_name(port);
+  const std::vector<std::string> names = served_host_names(bind, hostname());
+  server.set_pre_routing_handler([&](const httplib::Request& req, httplib::Response& res) {
+    auto refuse = [&](const std::string& why) {
+      res.status = 403;
+      res.set_content("dl-exp serve: " + why + "\n", "text/plain; charset=utf-8");
+      return httplib::Server::HandlerResponse::Handled;
+    };
+    if (!host_allowed(req.get_header_value("Host"), names)) {
+      return refuse("this server answers only to the names of this host (Host: " +
+                    printable(req.get_header_value("Host")) + ")");
+    }
+    const std::string in_url = req.get_param_value("token");
+    if (same_token(in_url, token)) {
+      // The page's own requests (and its links without the token) carry it from now on.
+      res.set_header("Set-Cookie", cookie + "=" + token + "; Path=/; HttpOnly; SameSite=Strict");
+    } else if (!same_token(cookie_value(req.get_header_value("Cookie"), cookie), token) &&
+               !same_token(authorization_token(req.get_header_value("Authorization")), token)) {
+      return refuse("open the URL with the token that dl-exp serve printed at its start");
+    }
+    return httplib::Server::HandlerResponse::Unhandled;
+  });
   auto api = [&](const std::function<json(const httplib::Request&)>& answer) {
     return [&, answer](const httplib::Request& req, httplib::Response& res) {
       std::lock_guard<std::mutex> lock(mutex);
+      tool.set_merge_budget(kServeMergeBudget);
       try {
         res.set_content(answer(req).dump(), "application/json");
       } catch (const InputError& e) {
@@ -376,7 +449,9 @@ void serve(Tool& tool, const std::string& bind, int port) {
   if (!server.bind_to_port(bind.c_str(), port)) {
     throw SystemError(fmt::format("couldn't listen on {}:{} (in use? try --port)", bind, port));
   }
-  std::fprintf(stderr, "dl-exp: serving http://%s:%d/ (Ctrl-C to stop)\n", bind.c_str(), port);
+  const std::string host = bind.find(':') != std::string::npos ? "[" + bind + "]" : bind;
+  std::fprintf(stderr, "dl-exp: serving http://%s:%d/?token=%s (Ctrl-C to stop)\n", host.c_str(),
+               port, token.c_str());
   if (!server.listen_after_bind()) throw SystemError("the web server stopped");
 }
 
@@ -494,7 +569,7 @@ int run(int argc, char** argv) {
     const json j = tool.show(experiment);
     if (as_json) return emit(j), 0;
     std::printf("experiment %s (%s)\n\n", experiment.c_str(),
-                j["database"].get<std::string>().c_str());
+                printable(j["database"].get<std::string>()).c_str());
     print_trials(j["trials"]);
     std::vector<std::vector<std::string>> rows;
     for (const auto& e : j["events"]) {
@@ -517,8 +592,8 @@ int run(int argc, char** argv) {
   } else if (*best) {
     const json j = tool.best(experiment, metric, mode);
     if (as_json) return emit(j), 0;
-    std::printf("%s %s=%s at step %lld\n", j["best"]["trial"].get<std::string>().c_str(),
-                metric.c_str(), number(j["best"]["value"].get<double>()).c_str(),
+    std::printf("%s %s=%s at step %lld\n", printable(j["best"]["trial"].get<std::string>()).c_str(),
+                printable(metric).c_str(), number(j["best"]["value"].get<double>()).c_str(),
                 static_cast<long long>(j["best"]["step"].get<std::int64_t>()));
   } else if (*compare) {
     const json j = tool.compare(experiment, trial, trial2);
@@ -529,7 +604,7 @@ int run(int argc, char** argv) {
     if (as_json) return emit(j), 0;
     for (const auto& l : j["logs"]) {
       const std::string path = l["path"].get<std::string>();
-      std::printf("==> %s <==\n", path.c_str());
+      std::printf("==> %s <==\n", printable(path).c_str());
       std::ifstream in(path);
       if (!in) {
         std::printf("(not readable here)\n");
@@ -560,10 +635,10 @@ int main(int argc, char** argv) {
   try {
     return dl::exp::run(argc, argv);
   } catch (const dl::InputError& e) {
-    std::fprintf(stderr, "dl-exp: %s\n", e.what());
+    std::fprintf(stderr, "dl-exp: %s\n", dl::printable(e.what()).c_str());
     return 2;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "dl-exp: %s\n", e.what());
+    std::fprintf(stderr, "dl-exp: %s\n", dl::printable(e.what()).c_str());
     return 1;
   }
 }

@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -14,6 +15,7 @@
 
 #include "core/error.h"
 #include "core/sysio.h"
+#include "core/user_db.h"
 #include "exp/journal.h"
 #include "exp/lock_file.h"
 #include "exp/writer.h"
@@ -219,7 +221,19 @@ void Store::exec(const std::string& sql) {
   }
 }
 
-MergeStats Store::merge() {
+namespace {
+
+// Why the journal `path` is not read ("" when it may be): only the caller's regular files.
+std::string journal_refusal(const struct stat& st) {
+  if (S_ISLNK(st.st_mode)) return "a symbolic link";
+  if (!S_ISREG(st.st_mode)) return "not a regular file";
+  if (st.st_uid != ::geteuid()) return "belongs to " + describe_user(st.st_uid) + ", not to you";
+  return "";
+}
+
+}  // namespace
+
+MergeStats Store::merge(std::uint64_t budget) {
   MergeStats stats;
   const std::string dir = journals_dir(root_, experiment_);
   if (file_type(dir) != FileType::directory) return stats;
@@ -243,10 +257,77 @@ MergeStats Store::merge() {
                      "UPDATE trials SET job_id = coalesce(?, job_id), restarts = max(restarts, ?), "
                      "hparams = coalesce(?, hparams) WHERE id = ?");
     std::set<std::string> touched;
+    auto take = [&](const nlohmann::json& r, const std::string& writer) {
+      const std::string trial = str_or(r, "trial");
+      if (trial.empty()) return;
+      const std::int64_t seq = r["seq"].get<std::int64_t>();
+      const std::string kind = str_or(r, "kind");
+      const double time = time_of(r);
+      add_trial.bind(1, trial).bind(2, std::string("running")).bind(3, time).bind(4, time).run();
+      touch_trial.bind(1, time).bind(2, trial).run();
+      touched.insert(trial);
+      if (kind == "metrics" && r.contains("values") && r["values"].is_object()) {
+        const auto step = int_of(r, "step").value_or(0);
+        for (const auto& [metric, value] : r["values"].items()) {
+          if (!value.is_number()) continue;
+          add_metric.bind(1, trial).bind(2, step).bind(3, metric).bind(4, value.get<double>());
+          add_metric.bind(5, time).bind(6, writer).bind(7, seq).run();
+        }
+      } else if (kind == "checkpoint") {
+        add_ckpt.bind(1, trial).bind(2, int_of(r, "step").value_or(0)).bind(3, str_or(r, "path"));
+        add_ckpt.bind(4, std::int64_t{r.value("verified", false) ? 1 : 0}).bind(5, time);
+        add_ckpt.bind(6, writer).bind(7, seq).run();
+      } else if (kind == "event") {
+        const std::string event = str_or(r, "event");
+        add_event.bind(1, trial).bind(2, time).bind(3, event).bind(4, str_or(r, "reason"));
+        if (auto s = int_of(r, "step")) {
+          add_event.bind(5, *s);
+        } else {
+          add_event.bind_null(5);
+        }
+        if (auto n = int_of(r, "restarts")) {
+          add_event.bind(6, *n);
+        } else {
+          add_event.bind_null(6);
+        }
+        if (auto from = int_of(r, "resume_step"); from && event == "run_started") {
+          add_event.bind(9, *from);
+        } else {
+          add_event.bind_null(9);
+        }
+        add_event.bind(7, writer).bind(8, seq).run();
+        if (event == "run_started") {
+          const std::string job = str_or(r, "job_id");
+          job.empty() ? run_started.bind_null(1) : run_started.bind(1, job);
+          run_started.bind(2, int_of(r, "restarts").value_or(0));
+          if (r.contains("hparams") && r["hparams"].is_object()) {
+            run_started.bind(3, r["hparams"].dump());
+          } else {
+            run_started.bind_null(3);
+          }
+          run_started.bind(4, trial).run();
+        }
+      } else if (kind == "log") {
+        add_log.bind(1, trial).bind(2, str_or(r, "path")).run();
+      }
+      ++stats.records;
+    };
     for (const std::string& name : list_dir(dir)) {
       constexpr std::string_view ext = ".jsonl";
       if (name.size() <= ext.size() ||
           name.compare(name.size() - ext.size(), ext.size(), ext) != 0) {
+        continue;
+      }
+      const std::string path = join(dir, name);
+      // A FIFO would block the reader, a link could point anywhere, another user's file
+      // is not this user's record: none is opened.
+      struct stat st {};
+      if (::lstat(path.c_str(), &st) != 0) {
+        stats.skipped.push_back(path + ": " + std::strerror(errno));
+        continue;
+      }
+      if (const std::string why = journal_refusal(st); !why.empty()) {
+        stats.skipped.push_back(path + ": " + why);
         continue;
       }
       const std::string writer = name.substr(0, name.size() - ext.size());
@@ -259,74 +340,52 @@ MergeStats Store::merge() {
       }
       get_offset.run();
       ++stats.journals;
-      Fd fd = open_file(join(dir, name), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-      struct stat st {};
-      if (::fstat(fd.get(), &st) != 0) {
-        throw SystemError("couldn't stat " + fd.path() + ": " + std::strerror(errno));
-      }
       if (st.st_size <= offset) continue;
-      std::string bytes(static_cast<std::size_t>(st.st_size - offset), '\0');
-      read_exact_at(fd, bytes.data(), bytes.size(), static_cast<std::uint64_t>(offset));
-      const Scan scan = scan_journal(bytes);
-      for (const auto& r : scan.records) {
-        const std::string trial = str_or(r, "trial");
-        if (trial.empty()) continue;
-        const std::int64_t seq = r["seq"].get<std::int64_t>();
-        const std::string kind = str_or(r, "kind");
-        const double time = time_of(r);
-        add_trial.bind(1, trial).bind(2, std::string("running")).bind(3, time).bind(4, time).run();
-        touch_trial.bind(1, time).bind(2, trial).run();
-        touched.insert(trial);
-        if (kind == "metrics" && r.contains("values") && r["values"].is_object()) {
-          const auto step = int_of(r, "step").value_or(0);
-          for (const auto& [metric, value] : r["values"].items()) {
-            if (!value.is_number()) continue;
-            add_metric.bind(1, trial).bind(2, step).bind(3, metric).bind(4, value.get<double>());
-            add_metric.bind(5, time).bind(6, writer).bind(7, seq).run();
-          }
-        } else if (kind == "checkpoint") {
-          add_ckpt.bind(1, trial).bind(2, int_of(r, "step").value_or(0)).bind(3, str_or(r, "path"));
-          add_ckpt.bind(4, std::int64_t{r.value("verified", false) ? 1 : 0}).bind(5, time);
-          add_ckpt.bind(6, writer).bind(7, seq).run();
-        } else if (kind == "event") {
-          const std::string event = str_or(r, "event");
-          add_event.bind(1, trial).bind(2, time).bind(3, event).bind(4, str_or(r, "reason"));
-          if (auto s = int_of(r, "step")) {
-            add_event.bind(5, *s);
-          } else {
-            add_event.bind_null(5);
-          }
-          if (auto n = int_of(r, "restarts")) {
-            add_event.bind(6, *n);
-          } else {
-            add_event.bind_null(6);
-          }
-          if (auto from = int_of(r, "resume_step"); from && event == "run_started") {
-            add_event.bind(9, *from);
-          } else {
-            add_event.bind_null(9);
-          }
-          add_event.bind(7, writer).bind(8, seq).run();
-          if (event == "run_started") {
-            const std::string job = str_or(r, "job_id");
-            job.empty() ? run_started.bind_null(1) : run_started.bind(1, job);
-            run_started.bind(2, int_of(r, "restarts").value_or(0));
-            if (r.contains("hparams") && r["hparams"].is_object()) {
-              run_started.bind(3, r["hparams"].dump());
-            } else {
-              run_started.bind_null(3);
-            }
-            run_started.bind(4, trial).run();
-          }
-        } else if (kind == "log") {
-          add_log.bind(1, trial).bind(2, str_or(r, "path")).run();
-        }
-        ++stats.records;
+      std::optional<Fd> fd;
+      try {
+        fd.emplace(open_file(path, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC));
+      } catch (const SystemError& e) {
+        stats.skipped.push_back(path + ": " + e.what());
+        continue;
       }
-      stats.corrupt += scan.corrupt;
-      put_offset.bind(1, writer).bind(2, offset + static_cast<std::int64_t>(scan.consumed));
-      put_offset.bind(3, records + static_cast<std::int64_t>(scan.records.size()));
-      put_offset.bind(4, corrupt + static_cast<std::int64_t>(scan.corrupt)).run();
+      if (::fstat(fd->get(), &st) != 0) {
+        throw SystemError("couldn't stat " + path + ": " + std::strerror(errno));
+      }
+      if (const std::string why = journal_refusal(st); !why.empty()) {  // swapped meanwhile
+        stats.skipped.push_back(path + ": " + why);
+        continue;
+      }
+      const std::int64_t size = st.st_size;
+      while (offset < size && budget > 0) {
+        // A hole (bytes never written) holds no record: a sparse file is skipped over,
+        // not read.
+        const off_t data = ::lseek(fd->get(), static_cast<off_t>(offset), SEEK_DATA);
+        if ((data < 0 && errno == ENXIO) || data > offset) {
+          ++corrupt;
+          ++stats.corrupt;
+          offset = data < 0 ? size : std::min<std::int64_t>(data, size);
+          continue;
+        }
+        const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(
+            {kMergeChunk, static_cast<std::uint64_t>(size - offset), budget}));
+        std::string bytes(n, '\0');
+        read_exact_at(*fd, bytes.data(), n, static_cast<std::uint64_t>(offset));
+        budget -= n;
+        stats.bytes += n;
+        Scan scan = scan_journal(bytes);
+        if (scan.consumed == 0) {
+          if (n < kMergeChunk) break;  // a record still being written
+          scan.consumed = n;           // no record is this long
+          scan.corrupt = 1;
+        }
+        for (const auto& r : scan.records) take(r, writer);
+        stats.corrupt += scan.corrupt;
+        offset += static_cast<std::int64_t>(scan.consumed);
+        records += static_cast<std::int64_t>(scan.records.size());
+        corrupt += static_cast<std::int64_t>(scan.corrupt);
+      }
+      if (offset < size && budget == 0) stats.more = true;
+      put_offset.bind(1, writer).bind(2, offset).bind(3, records).bind(4, corrupt).run();
     }
     // A trial's state is that of its newest state-changing event, whatever order the
     // journals were merged in.
@@ -462,14 +521,35 @@ nlohmann::json Store::logs(const std::optional<std::string>& trial) {
   return out;
 }
 
-std::vector<std::string> list_experiments(const std::string& root) {
+std::optional<std::string> not_yours(const std::string& root, const std::string& name) {
+  struct stat st {};
+  const std::string dir = join(root, name);
+  if (::lstat(dir.c_str(), &st) != 0) {
+    if (errno == ENOENT) return std::nullopt;
+    return fmt::format("is not readable ({})", std::strerror(errno));
+  }
+  if (!S_ISDIR(st.st_mode)) return std::nullopt;
+  if (st.st_uid != ::geteuid()) return "belongs to " + describe_user(st.st_uid);
+  if (::access(dir.c_str(), R_OK | X_OK) != 0) {
+    return fmt::format("is not readable ({})", std::strerror(errno));
+  }
+  return std::nullopt;
+}
+
+std::vector<std::string> list_experiments(const std::string& root,
+                                          std::vector<std::string>* skipped) {
   std::vector<std::string> out;
   if (file_type(root) != FileType::directory) return out;
   for (const auto& name : list_dir(root)) {
     if (name.empty() || name[0] == '.') continue;
+    if (not_yours(root, name)) {
+      if (skipped) skipped->push_back(name);
+      continue;
+    }
     if (file_type(join(join(root, name), "journals")) == FileType::directory) out.push_back(name);
   }
   std::sort(out.begin(), out.end());
+  if (skipped) std::sort(skipped->begin(), skipped->end());
   return out;
 }
 

@@ -19,8 +19,18 @@ namespace dl::exp {
 struct MergeStats {
   std::size_t journals = 0;
   std::size_t records = 0;  // new records taken in
-  std::size_t corrupt = 0;  // bad lines skipped in this merge
+  std::size_t corrupt = 0;  // bad lines (and holes, lines over kMergeChunk) skipped
+  std::uint64_t bytes = 0;  // journal bytes read
+  bool more = false;        // the byte budget ran out before every journal was read
+  // Journals not read, as "<path>: why": not a regular file (a FIFO, a link), not the
+  // caller's, not readable.
+  std::vector<std::string> skipped;
 };
+
+// Journals are read in pieces of this size: a record (one line) longer than this is
+// skipped as corrupt, so no journal, however large or sparse, is held whole.
+inline constexpr std::size_t kMergeChunk = 4u << 20;
+inline constexpr std::uint64_t kNoBudget = ~std::uint64_t{0};
 
 class Store {
  public:
@@ -30,10 +40,12 @@ class Store {
   Store(const Store&) = delete;
   Store& operator=(const Store&) = delete;
 
-  // Takes in what the journals gained since the last merge, in one transaction.
-  // Idempotent: a record is keyed on (writer, seq), and each journal's consumed offset
-  // is kept, so re-merging reads only new bytes and never duplicates.
-  MergeStats merge();
+  // Takes in what the journals gained since the last merge, in one transaction, reading
+  // at most `budget` bytes (the rest waits for the next merge: `more`). Idempotent: a
+  // record is keyed on (writer, seq), and each journal's consumed offset is kept, so
+  // re-merging reads only new bytes and never duplicates. Only the caller's regular
+  // files are read, opened without blocking and without following links.
+  MergeStats merge(std::uint64_t budget = kNoBudget);
 
   const std::string& experiment() const { return experiment_; }
   const std::string& path() const { return path_; }
@@ -60,7 +72,15 @@ class Store {
   sqlite3* db_ = nullptr;
 };
 
-// The experiments under `root` (directories holding a journals/ folder).
-std::vector<std::string> list_experiments(const std::string& root);
+// Why dl-exp does not read the experiment directory `<root>/<name>`: "belongs to NAME
+// (uid N)" when another user owns it, "is not readable (...)" when it cannot be
+// examined; nullopt when it is the caller's (or missing, or not a directory).
+std::optional<std::string> not_yours(const std::string& root, const std::string& name);
+
+// The caller's experiments under `root` (their directories holding a journals/ folder).
+// Other users' directories and unreadable ones are left out, their names added to
+// `skipped` (a shared root holds everyone's experiments).
+std::vector<std::string> list_experiments(const std::string& root,
+                                          std::vector<std::string>* skipped = nullptr);
 
 }  // namespace dl::exp

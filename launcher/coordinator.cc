@@ -343,7 +343,7 @@ void Coordinator::update_status(Steady::time_point now, bool urgent) {
   const std::string text = format_status(s);
   if (!limiter_.allow(now, text, urgent)) return;
   log(LogLevel::info, "{}", text);
-  if (!job_.job || !job_info_ || job_.comment_frozen) return;
+  if (!job_.job || !job_info_ || job_.comment_frozen || !slurm::status_comments()) return;
   try {
     if (!slurm::set_comment(*job_.job, merge_comment(comment_prefix_, text))) {
       log(LogLevel::verbose, "the job has ended: its comment stays as it is");

@@ -197,6 +197,7 @@ int run(int argc, char** argv) {
   // then the command line.
   std::string ckpt_signal = "URG";
   std::string status_interval = "60s";
+  std::string status_comment = "on";
   std::string deadline_margin = "30s";
   std::string kill_wait = "3s";
   std::string max_stalled = "2";
@@ -210,6 +211,10 @@ int run(int argc, char** argv) {
   app.add_option("--status-interval", status_interval,
                  "at most one status update of the job comment per DURATION (default 60s)")
       ->envname("DL_STATUS_INTERVAL");
+  app.add_option("--status-comment", status_comment,
+                 "put the status line in the job comment, which other users can read unless "
+                 "the site sets PrivateData=jobs: on (default) or off (only logged)")
+      ->envname("DL_STATUS_COMMENT");
   app.add_option("--deadline-margin", deadline_margin,
                  "finish the deadline checkpoint this long before the job's end (default 30s)")
       ->envname("DL_DEADLINE_MARGIN");
@@ -248,6 +253,7 @@ int run(int argc, char** argv) {
   }
   options.status_interval =
       duration_option("--status-interval", status_interval, std::chrono::seconds(1));
+  slurm::set_status_comments(parse_on_off("--status-comment", status_comment));
   options.deadline_margin =
       duration_option("--deadline-margin", deadline_margin, std::chrono::seconds(0));
   options.kill_wait = duration_option("--kill-wait", kill_wait, std::chrono::seconds(0));

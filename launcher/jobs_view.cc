@@ -6,6 +6,8 @@
 #include <cctype>
 #include <ctime>
 
+#include "core/printable.h"
+
 namespace dl {
 namespace {
 
@@ -210,6 +212,14 @@ std::string format_table(const std::vector<JobRow>& rows, SystemTime now) {
     l.start = describe_start(r, now);
     if (l.start.empty()) l.start = "-";
     lines.push_back(std::move(l));
+  }
+  // Job names and comments are other users' text (dl-jobs -a): no control character of
+  // theirs reaches the terminal.
+  for (auto& l : lines) {
+    for (std::string* cell : {&l.id, &l.name, &l.state, &l.shape, &l.step, &l.ckpt, &l.metrics,
+                              &l.restarts, &l.start}) {
+      *cell = printable(*cell);
+    }
   }
   std::size_t w[8] = {};
   for (const auto& l : lines) {

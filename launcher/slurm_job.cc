@@ -268,6 +268,13 @@ void requeue(const JobRef& job, bool hold) {
   }
 }
 
+namespace {
+bool g_status_comments = true;
+}  // namespace
+
+void set_status_comments(bool on) { g_status_comments = on; }
+bool status_comments() { return g_status_comments; }
+
 bool set_comment(const JobRef& job, const std::string& comment) {
   std::string text = comment;
   const int rc = update_job_rc(job, [&](job_desc_msg_t& desc) { desc.comment = text.data(); });
@@ -289,6 +296,7 @@ void show_phase(const std::optional<JobRef>& job, JobPhase phase, const std::str
 }
 
 void post_status(const JobRef& job, const std::string& status) {
+  if (!status_comments()) return;
   try {
     const JobInfo info = load_job(job);
     if (!set_comment(job, merge_comment(comment_prefix(info.comment), status))) {

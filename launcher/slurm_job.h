@@ -83,6 +83,11 @@ bool resized_jobs_frozen();
 void signal_steps(const JobRef& job, int sig);
 // False when the job has already ended (a cancelled job's comment cannot change).
 bool set_comment(const JobRef& job, const std::string& comment);
+// Whether this dlrun puts its status line in the job comment (on by default). Every user
+// can read a job's comment unless the site sets PrivateData=jobs, so a job may keep it
+// to its output (dlrun --status-comment=off, DL_STATUS_COMMENT=off).
+void set_status_comments(bool on);
+bool status_comments();
 // Puts `status` (a format_status line) in place of the status part of the job's
 // comment, after what job_submit/dl wrote there. Errors are logged as warnings; a job
 // that has ended keeps its comment.

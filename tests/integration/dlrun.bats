@@ -55,6 +55,20 @@ field_values() { grep -o "$1=[^ ]*" "${2:-out.txt}" | cut -d= -f2 | sort -u; }
   [ "$(field_values port a.out)" != "$(field_values port b.out)" ]
 }
 
+@test "DL_STATUS_COMMENT=off keeps the status line out of the job comment, in the output only" {
+  job=$(submit -N1 --dl-grace=30s -o out.txt --export=ALL,DL_STATUS_COMMENT=off \
+    --wrap "srun --mpi=pmix $DLRUN --status-interval=1s $TRAINER --steps 40 --step-ms 50")
+  wait_state "$job" COMPLETED 120
+  # Every user can read a job's comment (unless PrivateData=jobs): only job_submit/dl's
+  # part is there.
+  comment=$(job_comment "$job")
+  [[ $comment == "dl: no GPUs"* && $comment != *"|"* ]]
+  grep -q "COMPLETED step 39" out.txt
+  run "$DLRUN" --status-comment=maybe true
+  [ "$status" -eq 2 ]
+  [[ $output == *"--status-comment=maybe: expected on or off"* ]]
+}
+
 @test "SIGTERM reaches the program as one checkpoint request; the job requeues and resumes from DL_RESUME_FROM" {
   name=$(unique_name sigterm)
   job=$(submit -J "$name" -N2 --ntasks-per-node=1 --requeue --dl-grace=30s -o out.txt \

@@ -22,6 +22,7 @@ teardown() {
   show_on_failure out.txt arr-*.txt py.txt
   cancel_all
   if [ -f serve.pid ]; then kill "$(cat serve.pid)" 2>/dev/null || true; fi
+  if [ -f shared.path ]; then rm -rf "$(cat shared.path)"; fi
 }
 
 submit_dp() {
@@ -29,6 +30,21 @@ submit_dp() {
     --open-mode=append "$@"
 }
 last_step() { grep -o '\] step [0-9]* loss' out.txt | tail -n 1 | awk '{print $3}'; }
+
+# A journal of hand-made records ($3..., JSON objects without seq) in experiment $2 of
+# root $1, framed as the writers frame them (CRC-32, as zlib.crc32, then the JSON).
+write_journal() {
+  local root=$1 exp=$2
+  shift 2
+  mkdir -p "$root/$exp/journals"
+  /usr/bin/python3 -c '
+import json, sys, zlib
+with open(sys.argv[1], "w") as f:
+    for seq, text in enumerate(sys.argv[2:]):
+        r = json.loads(text); r["seq"] = seq
+        body = json.dumps(r)
+        f.write("%08x %s\n" % (zlib.crc32(body.encode()), body))' "$root/$exp/journals/w1.jsonl" "$@"
+}
 
 # jq-free JSON checks: python3 reads dl-exp's output from stdin and runs the code in $1.
 check_json() { python3 -c "import json, sys; d = json.load(sys.stdin); $1"; }
@@ -219,11 +235,15 @@ assert len(set(steps)) >= 3 and steps == sorted(steps), steps'
   port=$((${DL_MINICLUSTER_PORT_BASE:-6800} + 90))
   "$DLEXP" serve --port "$port" 2>serve.txt 3>&- &
   echo $! >serve.pid
-  wait_until 20 "curl -sf http://127.0.0.1:$port/api/experiments >/dev/null"
+  # The URL it prints carries the token that every request needs (the browser gets a
+  # cookie from the first page).
+  wait_until 20 "grep -q 'serving http' serve.txt"
+  token=$(grep -o 'token=[0-9a-f]*' serve.txt | cut -d= -f2)
+  wait_until 20 "curl -sf http://127.0.0.1:$port/api/experiments?token=$token >/dev/null"
   # Bound to the loopback address only, by default.
   ss -ltnH "sport = :$port" | awk '{print $4}' | grep -qx "127.0.0.1:$port"
-  [ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/api/show/nosuch")" = 404 ]
-  url="http://127.0.0.1:$port/?exp=web"
+  [ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/api/show/nosuch?token=$token")" = 404 ]
+  url="http://127.0.0.1:$port/?exp=web&token=$token"
   chrome=(timeout 60 chromium --headless --no-sandbox --disable-gpu --virtual-time-budget=5000)
   "${chrome[@]}" --dump-dom "$url" 2>/dev/null >dom.html
   "${chrome[@]}" --window-size=1200,900 --screenshot="$PWD/shot.png" "$url" 2>/dev/null
@@ -242,4 +262,105 @@ px = list(img.getdata())
 ink = sum(1 for p in px if p != (255, 255, 255))
 coloured = sum(1 for (r, g, b) in px if max(r, g, b) - min(r, g, b) > 60)
 assert ink > 0.01 * len(px) and coloured > 200, (ink, coloured)'
+}
+
+@test "exp 7: dlother's private and trap experiments in a shared root: dltest's list still works" {
+  shared=$(mktemp -d /tmp/dl-exp-shared.XXXXXX)
+  echo "$shared" >shared.path
+  chmod 1777 "$shared"
+  metric='{"kind": "metrics", "trial": "t1", "step": 0, "time": 1, "values": {"loss": 0.5}}'
+  as_dltest bash -c "$(declare -f write_journal); umask 077; write_journal $shared mine '$metric'"
+  # dlother: an experiment nobody else may read, and one open to all whose journals are
+  # a FIFO (a reader that opens it waits forever) and a sparse 64 GiB file.
+  runuser -u dlother -- bash -c "$(declare -f write_journal); umask 077
+    write_journal $shared private '$metric'
+    mkdir -m 0777 -p $shared/trap/journals && chmod 0777 $shared/trap
+    mkfifo -m 0666 $shared/trap/journals/fifo.jsonl
+    truncate -s 64G $shared/trap/journals/huge.jsonl && chmod 0666 $shared/trap/journals/huge.jsonl"
+  # 4 GB of address space: a reader that allocates a journal whole fails.
+  run as_dltest env DL_EXP_ROOT="$shared" timeout 30 bash -c \
+    "ulimit -v 4000000; exec $DLEXP list --json 2>/dev/null"
+  echo "$output"
+  [ "$status" -eq 0 ]
+  check_json 'assert [e["id"] for e in d["experiments"]] == ["mine"], d' <<<"$output"
+  run as_dltest env DL_EXP_ROOT="$shared" timeout 30 "$DLEXP" list
+  [ "$status" -eq 0 ]
+  [[ $output == *mine* ]]
+  [ "$(grep -c "skipped" <<<"$output")" -eq 1 ]
+  [[ $output == *"skipped 2 experiments under $shared that are not yours or not readable: private, trap"* ]]
+  # Naming another user's experiment is a clear error, not a crash or a hang.
+  run as_dltest env DL_EXP_ROOT="$shared" timeout 30 "$DLEXP" show trap
+  [ "$status" -eq 2 ]
+  [[ $output == *"experiment 'trap' under $shared belongs to dlother"* ]]
+}
+
+@test "exp 8: a FIFO, a link and a sparse 64 GiB journal of one's own are skipped or read in bounded pieces" {
+  metric='{"kind": "metrics", "trial": "t1", "step": 0, "time": 1, "values": {"loss": 0.5}}'
+  write_journal "$DL_EXP_ROOT" own "$metric"
+  mkfifo "$DL_EXP_ROOT/own/journals/fifo.jsonl"
+  ln -s /etc/passwd "$DL_EXP_ROOT/own/journals/link.jsonl"
+  truncate -s 64G "$DL_EXP_ROOT/own/journals/huge.jsonl"
+  # 4 GB of address space: a reader that allocates the journal whole fails.
+  run timeout 120 bash -c "ulimit -v 4000000; exec $DLEXP metrics own --json"
+  echo "$output"
+  [ "$status" -eq 0 ]
+  check_json 'assert [(m["trial"], m["value"]) for m in d["metrics"]] == [("t1", 0.5)], d' \
+    < <(grep -v '^dl-exp:' <<<"$output")
+  [[ $output == *"dl-exp: skipped "*"fifo.jsonl: not a regular file"* ]]
+  [[ $output == *"dl-exp: skipped "*"link.jsonl"* ]]
+}
+
+@test "exp 9: control characters in journal strings are escaped; a trial name is checked before it is a path" {
+  write_journal "$DL_EXP_ROOT" esc \
+    '{"kind": "metrics", "trial": "a\u001b]0;owned\u0007b", "step": 0, "time": 1, "values": {"l\u001b[2Jx": 1}}' \
+    '{"kind": "event", "event": "failed", "trial": "a\u001b]0;owned\u0007b", "time": 2, "reason": "bad\r\u001b[31mred"}' \
+    '{"kind": "metrics", "trial": "../../outside", "step": 0, "time": 1, "values": {"loss": 1}}'
+  for cmd in "show esc" "metrics esc" list; do
+    run "$DLEXP" $cmd
+    [ "$status" -eq 0 ]
+    ! LC_ALL=C grep -q $'[\x01-\x08\x0b-\x1f\x7f]' <<<"$output" || false
+  done
+  run "$DLEXP" show esc
+  [[ $output == *'a\x1b]0;owned\x07b'* ]]
+  [[ $output == *'bad\r\x1b[31mred'* ]]
+  run "$DLEXP" metrics esc
+  [[ $output == *'l\x1b[2Jx'* ]]
+  mkdir -p deep/er
+  cd deep/er
+  run "$DLEXP" export esc --format tensorboard -o tb
+  [ "$status" -eq 2 ]
+  [[ $output == *"trial '../../outside': expected 1 to 128 letters, digits or _.- not starting with '.'"* ]]
+  [ ! -e ../../outside ] && [ ! -e ../outside ] && [ ! -e tb/../../outside ]
+}
+
+@test "exp 10: dl-exp serve answers only with its token and only to the host names it serves" {
+  write_journal "$DL_EXP_ROOT" web \
+    '{"kind": "metrics", "trial": "t1", "step": 0, "time": 1, "values": {"loss": 0.5}}'
+  port=$((${DL_MINICLUSTER_PORT_BASE:-6800} + 92))
+  "$DLEXP" serve --port "$port" 2>serve.txt 3>&- &
+  echo $! >serve.pid
+  wait_until 20 "grep -q 'serving http' serve.txt"
+  url=$(grep -o 'http://[^ ]*' serve.txt)
+  token=${url##*token=}
+  [ "${#token}" -ge 32 ]
+  [ "$url" = "http://127.0.0.1:$port/?token=$token" ]
+  base=http://127.0.0.1:$port
+  code() { curl -s -o /dev/null -w '%{http_code}' "$@"; }
+  # Without the token: refused, the page and the API alike; a wrong token too.
+  [ "$(code "$base/")" = 403 ]
+  [ "$(code "$base/api/experiments")" = 403 ]
+  [ "$(code "$base/api/show/web")" = 403 ]
+  [ "$(code "$base/api/experiments?token=${token}x")" = 403 ]
+  [ "$(code -H "Cookie: dl-exp-token-$port=nope" "$base/api/experiments")" = 403 ]
+  # With it (query, cookie, or header), answered.
+  [ "$(code "$base/api/experiments?token=$token")" = 200 ]
+  curl -sf "$base/api/show/web?token=$token" | check_json 'assert d["trials"][0]["id"] == "t1", d'
+  [ "$(code -H "Authorization: token $token" "$base/api/experiments")" = 200 ]
+  # The page with the token sets a cookie that the page's own requests carry.
+  curl -s -D headers.txt -o /dev/null "$base/?token=$token"
+  grep -i "^set-cookie: dl-exp-token-$port=$token;.*HttpOnly" headers.txt
+  [ "$(code -H "Cookie: dl-exp-token-$port=$token" "$base/api/experiments")" = 200 ]
+  # A name that is not this host's (DNS rebinding: evil.example resolves to 127.0.0.1).
+  [ "$(code -H "Host: evil.example:$port" "$base/api/experiments?token=$token")" = 403 ]
+  [ "$(code -H "Host: localhost:$port" "$base/api/experiments?token=$token")" = 200 ]
 }

@@ -21,7 +21,10 @@ setup() {
   local deadline=$((SECONDS + 60))
   while [ -n "$(squeue -h -o %i)" ] && [ $SECONDS -lt $deadline ]; do sleep 0.5; done
 }
-teardown() { cancel_all; }
+teardown() {
+  cancel_all
+  scancel --quiet -u dlother 2>/dev/null || true
+}
 
 @test "dl-jobs: a DL job queued behind a running one shows Slurm's expected start and why it waits" {
   big=$(submit --dl-gpus=8 -t 10 --wrap 'sleep 300')
@@ -75,4 +78,22 @@ teardown() { cancel_all; }
   run dljobs --bogus
   [ "$status" -eq 2 ]
   [[ "$output" == *"--bogus"* ]]
+}
+
+@test "dl-jobs -a: another user's job name and status line are escaped, not sent to the terminal" {
+  # dlother names a job and writes its comment's status line with terminal escapes
+  # (a window title, clearing the screen, a colour).
+  job=$(runuser -u dlother -- env SLURM_CONF="$SLURM_CONF" sbatch --parsable --chdir=/tmp \
+    -o /dev/null --dl-gpus=1 -t 5 -J $'x\e]0;owned\ay' --wrap 'sleep 300' | cut -d';' -f1)
+  wait_state "$job" RUNNING 60
+  esc=$'\e[2J\e[31m'
+  runuser -u dlother -- env SLURM_CONF="$SLURM_CONF" scontrol update JobId="$job" \
+    Comment="$(job_comment "$job") | RUNNING step 4, loss=${esc}red"
+  [[ "$(job_comment "$job")" == *$'\e[2J'* ]]
+  run as_dltest "$DL_BUILD_DIR/launcher/dl-jobs" -a
+  [ "$status" -eq 0 ]
+  [[ $output == *"$job"* ]]
+  ! LC_ALL=C grep -q $'[\x01-\x08\x0b-\x1f\x7f]' <<<"$output" || false
+  [[ $output == *'x\x1b]0;owned\x07y'* ]]
+  [[ $output == *'loss=\x1b[2J\x1b[31mred'* ]]
 }

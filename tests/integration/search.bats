@@ -163,13 +163,15 @@ EOF
   port=$((${DL_MINICLUSTER_PORT_BASE:-6800} + 91))
   dl-exp serve --port "$port" 2>serve.txt 3>&- &
   echo $! >serve.pid
-  wait_until 20 "curl -sf http://127.0.0.1:$port/api/experiments >/dev/null"
-  curl -sf "http://127.0.0.1:$port/api/rungs/$EXP" >rungs.json
+  wait_until 20 "grep -q 'serving http' serve.txt"
+  token=$(grep -o 'token=[0-9a-f]*' serve.txt | cut -d= -f2)
+  wait_until 20 "curl -sf http://127.0.0.1:$port/api/experiments?token=$token >/dev/null"
+  curl -sf "http://127.0.0.1:$port/api/rungs/$EXP?token=$token" >rungs.json
   # The second stack has no browser (docs/compatibility.md): the page is drawn by the
   # browser alone, and the first stack checks it.
   if command -v chromium >/dev/null; then
     timeout 60 chromium --headless --no-sandbox --disable-gpu --virtual-time-budget=5000 \
-      --dump-dom "http://127.0.0.1:$port/?exp=$EXP" 2>/dev/null >dom.html
+      --dump-dom "http://127.0.0.1:$port/?exp=$EXP&token=$token" 2>/dev/null >dom.html
   fi
   python3 - <<'EOF'
 import json, os, re, sys

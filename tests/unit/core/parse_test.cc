@@ -73,6 +73,20 @@ TEST(ParseDuration, EnforcesMinimum) {
   EXPECT_EQ(parse_duration("--dl-ckpt-every", "1s", seconds(1), seconds(3600)), seconds(1));
 }
 
+TEST(ParseOnOff, OnOrOffAndNothingElse) {
+  EXPECT_TRUE(parse_on_off("--status-comment", "on"));
+  EXPECT_FALSE(parse_on_off("--status-comment", "off"));
+  for (const char* bad : {"", "no", "ON", "1", "off "}) {
+    try {
+      parse_on_off("--status-comment", bad);
+      ADD_FAILURE() << bad;
+    } catch (const InputError& e) {
+      EXPECT_EQ(std::string(e.what()),
+                std::string("--status-comment=") + bad + ": expected on or off");
+    }
+  }
+}
+
 TEST(FormatDuration, ShortestExactForm) {
   EXPECT_EQ(format_duration(seconds(0)), "0s");
   EXPECT_EQ(format_duration(seconds(-3)), "0s");

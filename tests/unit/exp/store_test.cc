@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -185,6 +186,105 @@ TEST_F(StoreTest, TornRecordFollowedByOthersIsSkippedAndCounted) {
   EXPECT_EQ(s.records, 2u);
   EXPECT_EQ(s.corrupt, 1u);
   expect_each_once(store.metrics(std::nullopt), {"t"}, 2);
+}
+
+TEST_F(StoreTest, FifoLinkAndDirectoryJournalsAreSkippedAndNamed) {
+  {
+    JournalWriter w(dir_, "run-good");
+    w.append(metric("t", 0, 1.0), true);
+  }
+  // A FIFO would block an open without O_NONBLOCK, and a read forever.
+  ASSERT_EQ(::mkfifo(join(dir_, "fifo.jsonl").c_str(), 0600), 0);
+  ASSERT_EQ(::symlink("/etc/passwd", join(dir_, "link.jsonl").c_str()), 0);
+  ASSERT_TRUE(make_dir(join(dir_, "dir.jsonl"), 0700));
+  Store store(root_, "exp");
+  const MergeStats s = store.merge();
+  EXPECT_EQ(s.records, 1u);
+  ASSERT_EQ(s.skipped.size(), 3u);
+  std::set<std::string> skipped(s.skipped.begin(), s.skipped.end());
+  EXPECT_TRUE(skipped.count(join(dir_, "fifo.jsonl") + ": not a regular file"));
+  EXPECT_TRUE(skipped.count(join(dir_, "dir.jsonl") + ": not a regular file"));
+  EXPECT_TRUE(skipped.count(join(dir_, "link.jsonl") + ": a symbolic link"));
+  expect_each_once(store.metrics(std::nullopt), {"t"}, 1);
+}
+
+TEST_F(StoreTest, SparseJournalIsSkippedOverNotRead) {
+  const std::string path = join(dir_, "sparse.jsonl");
+  {
+    Fd fd = open_file(path, O_WRONLY | O_CREAT | O_EXCL, 0600);
+    nlohmann::json r = metric("t", 0, 1.0);
+    r["seq"] = 1;
+    const std::string line = journal::frame(r.dump());
+    write_all_at(fd, line.data(), line.size(), 0);
+    // 64 GiB of hole after the record: never allocated whole.
+    ASSERT_EQ(::ftruncate(fd.get(), off_t{64} << 30), 0);
+  }
+  Store store(root_, "exp");
+  const MergeStats s = store.merge();
+  EXPECT_EQ(s.records, 1u);
+  // The piece with the record, and one more up to where the file system says the hole
+  // starts (its block), not 64 GiB.
+  EXPECT_LE(s.bytes, 2 * kMergeChunk);
+  EXPECT_FALSE(s.more);
+  expect_each_once(store.metrics(std::nullopt), {"t"}, 1);
+  EXPECT_EQ(store.merge().bytes, 0u);  // read once
+}
+
+TEST_F(StoreTest, LineLongerThanAChunkIsCorruptAndTheNextRecordTaken) {
+  const std::string path = join(dir_, "long.jsonl");
+  {
+    Fd fd = open_file(path, O_WRONLY | O_CREAT | O_EXCL, 0600);
+    const std::string junk(kMergeChunk + 100, 'x');
+    write_all_at(fd, junk.data(), junk.size(), 0);
+    nlohmann::json r = metric("t", 0, 1.0);
+    r["seq"] = 1;
+    const std::string line = "\n" + journal::frame(r.dump());
+    write_all_at(fd, line.data(), line.size(), junk.size());
+  }
+  Store store(root_, "exp");
+  const MergeStats s = store.merge();
+  EXPECT_EQ(s.records, 1u);
+  EXPECT_EQ(s.corrupt, 2u);  // the first chunk, then the rest of that line
+  expect_each_once(store.metrics(std::nullopt), {"t"}, 1);
+}
+
+TEST_F(StoreTest, MergeReadsAtMostItsBudgetAndGoesOnNextTime) {
+  {
+    JournalWriter w(dir_, "run-budget");
+    for (int step = 0; step < 200; ++step) w.append(metric("t", step, step), false);
+  }
+  Store store(root_, "exp");
+  MergeStats s = store.merge(1000);
+  EXPECT_LE(s.bytes, 1000u);
+  EXPECT_TRUE(s.more);
+  EXPECT_GT(s.records, 0u);
+  EXPECT_LT(s.records, 200u);
+  std::size_t merges = 1;
+  while (s.more && merges < 1000) {
+    s = store.merge(1000);
+    ++merges;
+  }
+  EXPECT_FALSE(s.more);
+  EXPECT_GT(merges, 10u);
+  expect_each_once(store.metrics(std::nullopt), {"t"}, 200);
+}
+
+TEST_F(StoreTest, ListExperimentsSkipsWhatIsNotReadable) {
+  ensure_journals_dir(root_, "mine");
+  if (::geteuid() == 0) {
+    // Root reads anything: another owner is what makes it skip.
+    ensure_journals_dir(root_, "theirs");
+    ASSERT_EQ(::chown(join(root_, "theirs").c_str(), 65534, 65534), 0);
+  } else {
+    ASSERT_TRUE(make_dir(join(root_, "theirs"), 0000));
+  }
+  std::vector<std::string> skipped;
+  EXPECT_EQ(list_experiments(root_, &skipped), (std::vector<std::string>{"exp", "mine"}));
+  EXPECT_EQ(skipped, std::vector<std::string>{"theirs"});
+  EXPECT_TRUE(not_yours(root_, "theirs").has_value());
+  EXPECT_FALSE(not_yours(root_, "mine").has_value());
+  EXPECT_FALSE(not_yours(root_, "missing").has_value());
+  ::chmod(join(root_, "theirs").c_str(), 0700);
 }
 
 TEST_F(StoreTest, RemergingNeverDuplicatesEvenWithoutTheKeptOffsets) {

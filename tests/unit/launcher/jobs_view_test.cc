@@ -103,5 +103,21 @@ TEST(JobsView, JsonForScripts) {
   EXPECT_NE(table.find("loss=0.5"), std::string::npos) << table;
 }
 
+TEST(JobsView, OtherUsersTextIsEscapedInTheTable) {
+  const SystemTime now = std::chrono::system_clock::from_time_t(1'700'000'000);
+  JobRow row;
+  row.id = "7";
+  row.name = "x\x1b]0;owned\ay";
+  row.state = "RUNNING";
+  row.comment = "dl: 1 GPU | RUNNING step 4, loss=\x1b[2Jred";
+  const std::string table = format_table({row}, now);
+  EXPECT_EQ(table.find('\x1b'), std::string::npos) << table;
+  EXPECT_EQ(table.find('\a'), std::string::npos) << table;
+  EXPECT_NE(table.find("x\\x1b]0;owned\\x07y"), std::string::npos) << table;
+  EXPECT_NE(table.find("loss=\\x1b[2Jred"), std::string::npos) << table;
+  // Scripts get the text as it is (JSON escapes it).
+  EXPECT_EQ(to_json({row}, now)["jobs"][0]["name"], row.name);
+}
+
 }  // namespace
 }  // namespace dl
