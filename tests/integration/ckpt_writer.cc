@@ -2,7 +2,7 @@
 // contents (every bit pattern, so NaNs too), a function of the tensor's name and the
 // step, so any process can check what another saved.
 //
-//   ckpt_writer save --dir D --step S [--dump DIR] [--mib M]
+//   ckpt_writer save --dir D --step S [--dump DIR] [--mib M] [--keep N]
 //       saves step S as rank $SLURM_PROCID of $SLURM_NTASKS (or --rank/--world), each
 //       rank its rows of every tensor; --dump writes each global tensor's bytes to
 //       DIR/<name with / as _>.bin for h5py to compare with.
@@ -165,7 +165,7 @@ int main(int argc, char** argv) {
   }
   app.get_subcommand("save")->add_option("--step", step);
   app.get_subcommand("save")->add_option("--dump", dump);
-  app.get_subcommand("loop")->add_option("--keep", keep);
+  for (const char* name : {"save", "loop"}) app.get_subcommand(name)->add_option("--keep", keep);
   CLI11_PARSE(app, argc, argv);
 
   try {
