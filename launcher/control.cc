@@ -29,7 +29,7 @@ constexpr Verb kVerbs[] = {
     {MsgKind::target, "TARGET", 3, false}, {MsgKind::stop_after, "STOPAFTER", 1, false},
     {MsgKind::end, "END", 1, true},        {MsgKind::progress, "PROGRESS", 3, false},
     {MsgKind::dump, "DUMP", 0, true},      {MsgKind::trace, "TRACE", 0, true},
-    {MsgKind::traced, "TRACED", 1, true},
+    {MsgKind::traced, "TRACED", 1, true},  {MsgKind::gpu, "GPU", 0, true},
 };
 
 const Verb& verb_of(MsgKind kind) {
@@ -62,7 +62,8 @@ std::string format_message(const Message& m) {
     case MsgKind::progress: out += fmt::format(" {} {} {}", m.step, m.seq, m.flag ? 1 : 0); break;
     case MsgKind::traced: out += fmt::format(" {}", m.flag ? 1 : 0); break;
     case MsgKind::dump:
-    case MsgKind::trace: break;
+    case MsgKind::trace:
+    case MsgKind::gpu: break;
   }
   if (v.text) out += " " + one_line(m.text);
   out += '\n';
@@ -143,7 +144,8 @@ Message parse_message(std::string_view line) {
       break;
     case MsgKind::traced: m.flag = flag(1); break;
     case MsgKind::dump:
-    case MsgKind::trace: break;
+    case MsgKind::trace:
+    case MsgKind::gpu: break;
   }
   if (verb->text) {
     std::size_t skip = 0;

@@ -12,9 +12,12 @@
 //   PROGRESS <step> <ms since it changed> <busy 0|1>
 //   TRACE <one line of stacks>
 //   TRACED <0 collected|1 failed> <how>
+//   GPU <minor:util:used MiB:total MiB ...>
 //
 // PROGRESS, DUMP, TRACE and TRACED are the hang watchdog's (--dl-watchdog,
 // launcher/watchdog.h): each rank's last step, and the stacks of a stalled program.
+// GPU: the samples of the job's GPUs on the sender's node (launcher/gpu_usage.h), from
+// the node's first rank.
 //
 // Rank 0's control port is reachable by anyone on the network, so a connection counts
 // as a rank only once its first line is a HELLO carrying the step's secret (<key>): 32
@@ -42,7 +45,8 @@ enum class MsgKind {
   progress,
   dump,
   trace,
-  traced
+  traced,
+  gpu
 };
 
 struct Message {
@@ -54,7 +58,7 @@ struct Message {
                            // PROGRESS: busy in a checkpoint round
   int code = 0;            // EXIT, END: exit code
   std::string text;        // HELLO: the rank's node; WANT, EXIT, END, DUMP, TRACED: why / how;
-                           // TRACE: a line of stacks
+                           // TRACE: a line of stacks; GPU: the samples
   std::string key;         // HELLO: the step's secret, lower-case hex
 };
 

@@ -126,6 +126,15 @@ void Coordinator::on_message(std::uint32_t rank, const Message& m, Steady::time_
       }
       break;
     }
+    case MsgKind::gpu:
+      try {
+        gpu_.record(rank < nodes_.size() && !nodes_[rank].empty() ? nodes_[rank]
+                                                                  : fmt::format("rank {}", rank),
+                    parse_gpu_samples(m.text));
+      } catch (const SystemError& e) {
+        log(LogLevel::warning, "rank {}: {}", rank, e.what());
+      }
+      break;
     default:
       log(LogLevel::warning, "rank {} sent an unexpected '{}'", rank,
           format_message(m).substr(0, 40));
@@ -336,6 +345,7 @@ void Coordinator::update_status(Steady::time_point now, bool urgent) {
     s.ckpt_step = ckpt_step_;
     s.ckpt_age = std::chrono::duration_cast<std::chrono::seconds>(WallClock::now() - ckpt_time_);
   }
+  s.gpu = gpu_.figures();
   if (const auto m = own_.read_metrics(); m && !m->text.empty()) {
     s.metrics = m->text;
     s.metrics_step = m->step;

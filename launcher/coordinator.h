@@ -14,6 +14,7 @@
 #include "launcher/agreement.h"
 #include "launcher/channel_file.h"
 #include "launcher/control.h"
+#include "launcher/gpu_usage.h"
 #include "launcher/restart.h"
 #include "launcher/resume.h"
 #include "launcher/slurm_job.h"
@@ -95,6 +96,7 @@ class Coordinator {
 
   std::optional<std::int64_t> ckpt_at_start_;
   std::optional<std::int64_t> ckpt_step_;
+  GpuUsage gpu_;  // the nodes' GPU samples
   WallClock::time_point ckpt_time_;
 };
 

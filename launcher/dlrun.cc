@@ -198,6 +198,7 @@ int run(int argc, char** argv) {
   std::string ckpt_signal = "URG";
   std::string status_interval = "60s";
   std::string status_comment = "on";
+  std::string gpu_interval = "10s";
   std::string deadline_margin = "30s";
   std::string kill_wait = "3s";
   std::string max_stalled = "2";
@@ -215,6 +216,10 @@ int run(int argc, char** argv) {
                  "put the status line in the job comment, which other users can read unless "
                  "the site sets PrivateData=jobs: on (default) or off (only logged)")
       ->envname("DL_STATUS_COMMENT");
+  app.add_option("--gpu-interval", gpu_interval,
+                 "sample the step's GPUs through NVML every DURATION and show them in the status "
+                 "line, or off (default 10s)")
+      ->envname("DL_GPU_INTERVAL");
   app.add_option("--deadline-margin", deadline_margin,
                  "finish the deadline checkpoint this long before the job's end (default 30s)")
       ->envname("DL_DEADLINE_MARGIN");
@@ -254,6 +259,15 @@ int run(int argc, char** argv) {
   options.status_interval =
       duration_option("--status-interval", status_interval, std::chrono::seconds(1));
   slurm::set_status_comments(parse_on_off("--status-comment", status_comment));
+  if (gpu_interval != "off") {
+    try {
+      options.gpu_interval = parse_duration("--gpu-interval", gpu_interval, std::chrono::seconds(1),
+                                            std::chrono::hours(1));
+    } catch (const InputError&) {
+      throw InputError(fmt::format(
+          "--gpu-interval={}: expected off or a duration from 1s to 1h, e.g. 10s", gpu_interval));
+    }
+  }
   options.deadline_margin =
       duration_option("--deadline-margin", deadline_margin, std::chrono::seconds(0));
   options.kill_wait = duration_option("--kill-wait", kill_wait, std::chrono::seconds(0));

@@ -4,12 +4,18 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <ctime>
 
 #include "core/printable.h"
 
 namespace dl {
 namespace {
+
+// GiB with the one decimal the status line has.
+double gib(std::uint64_t bytes) {
+  return std::round(static_cast<double>(bytes) / (1024.0 * 1024 * 1024) * 10) / 10;
+}
 
 constexpr std::string_view kSeparator = " | ";
 
@@ -96,7 +102,7 @@ std::optional<Status> parse_status(std::string_view comment) {
     s.detail = std::string(text.substr(colon + 2));
     text = text.substr(0, colon);
   }
-  // PHASE[ step N][, ckpt N (AGE ago) | , no checkpoint yet][, METRICS[ (step M)]]
+  // PHASE[ step N][, ckpt N (AGE ago) | , no checkpoint yet][, gpu FIGURES][, METRICS[ (step M)]]
   const auto first_end = text.find(", ");
   std::string_view head = text.substr(0, first_end);
   const auto space = head.find(' ');
@@ -121,6 +127,11 @@ std::optional<Status> parse_status(std::string_view comment) {
     rest = end == std::string_view::npos ? std::string_view() : rest.substr(end + 2);
   } else if (rest.rfind("no checkpoint yet", 0) == 0) {
     rest = rest.size() > 19 ? rest.substr(19) : std::string_view();
+  }
+  if (rest.rfind("gpu ", 0) == 0) {
+    const auto end = rest.find(", ");
+    s.gpu = parse_gpu_figures(rest.substr(0, end));
+    rest = end == std::string_view::npos ? std::string_view() : rest.substr(end + 2);
   }
   if (!rest.empty()) {
     std::string_view metrics = rest;
@@ -178,6 +189,13 @@ nlohmann::json to_json(const std::vector<JobRow>& rows, SystemTime now) {
           {"phase", phase_word(s->phase)},
           {"step", s->step ? nlohmann::json(*s->step) : nlohmann::json()},
           {"ckpt_step", s->ckpt_step ? nlohmann::json(*s->ckpt_step) : nlohmann::json()},
+          {"gpu",
+           s->gpu ? nlohmann::json{{"util", s->gpu->util},
+                                   {"util_avg", s->gpu->util_avg ? nlohmann::json(*s->gpu->util_avg)
+                                                                 : nlohmann::json()},
+                                   {"mem_used_gib", gib(s->gpu->mem_used)},
+                                   {"mem_total_gib", gib(s->gpu->mem_total)}}
+                  : nlohmann::json()},
           {"metrics", s->metrics},
           {"metrics_step", s->metrics_step ? nlohmann::json(*s->metrics_step) : nlohmann::json()},
           {"detail", s->detail}};
@@ -190,11 +208,11 @@ nlohmann::json to_json(const std::vector<JobRow>& rows, SystemTime now) {
 
 std::string format_table(const std::vector<JobRow>& rows, SystemTime now) {
   struct Line {
-    std::string id, name, state, shape, step, ckpt, metrics, restarts, start;
+    std::string id, name, state, shape, step, ckpt, gpu, metrics, restarts, start;
   };
   std::vector<Line> lines;
   lines.push_back(
-      {"JOBID", "NAME", "STATE", "SHAPE", "STEP", "CKPT", "METRICS", "RESTARTS", "START"});
+      {"JOBID", "NAME", "STATE", "SHAPE", "STEP", "CKPT", "GPU", "METRICS", "RESTARTS", "START"});
   for (const auto& r : rows) {
     const auto s = parse_status(r.comment);
     Line l;
@@ -207,6 +225,7 @@ std::string format_table(const std::vector<JobRow>& rows, SystemTime now) {
     l.step = s && s->step ? std::to_string(*s->step) : "-";
     l.ckpt = s && s->ckpt_step ? std::to_string(*s->ckpt_step) : "-";
     if (s && s->ckpt_age) l.ckpt += " (" + format_age(*s->ckpt_age) + " ago)";
+    l.gpu = s && s->gpu ? format_gpu_figures(*s->gpu).substr(4) : "-";
     l.metrics = s && !s->metrics.empty() ? s->metrics : "-";
     l.restarts = std::to_string(r.restarts);
     l.start = describe_start(r, now);
@@ -216,22 +235,23 @@ std::string format_table(const std::vector<JobRow>& rows, SystemTime now) {
   // Job names and comments are other users' text (dl-jobs -a): no control character of
   // theirs reaches the terminal.
   for (auto& l : lines) {
-    for (std::string* cell : {&l.id, &l.name, &l.state, &l.shape, &l.step, &l.ckpt, &l.metrics,
-                              &l.restarts, &l.start}) {
+    for (std::string* cell : {&l.id, &l.name, &l.state, &l.shape, &l.step, &l.ckpt, &l.gpu,
+                              &l.metrics, &l.restarts, &l.start}) {
       *cell = printable(*cell);
     }
   }
-  std::size_t w[8] = {};
+  std::size_t w[9] = {};
   for (const auto& l : lines) {
-    const std::string* cols[8] = {&l.id,   &l.name, &l.state,   &l.shape,
-                                  &l.step, &l.ckpt, &l.metrics, &l.restarts};
-    for (int c = 0; c < 8; ++c) w[c] = std::max(w[c], cols[c]->size());
+    const std::string* cols[9] = {&l.id,   &l.name, &l.state,   &l.shape,   &l.step,
+                                  &l.ckpt, &l.gpu,  &l.metrics, &l.restarts};
+    for (int c = 0; c < 9; ++c) w[c] = std::max(w[c], cols[c]->size());
   }
   std::string out;
   for (const auto& l : lines) {
-    out += fmt::format("{:<{}}  {:<{}}  {:<{}}  {:<{}}  {:>{}}  {:<{}}  {:<{}}  {:>{}}  {}\n", l.id,
-                       w[0], l.name, w[1], l.state, w[2], l.shape, w[3], l.step, w[4], l.ckpt, w[5],
-                       l.metrics, w[6], l.restarts, w[7], l.start);
+    out +=
+        fmt::format("{:<{}}  {:<{}}  {:<{}}  {:<{}}  {:>{}}  {:<{}}  {:<{}}  {:<{}}  {:>{}}  {}\n",
+                    l.id, w[0], l.name, w[1], l.state, w[2], l.shape, w[3], l.step, w[4], l.ckpt,
+                    w[5], l.gpu, w[6], l.metrics, w[7], l.restarts, w[8], l.start);
   }
   return out;
 }

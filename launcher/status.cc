@@ -54,6 +54,7 @@ std::string format_status(const Status& s) {
   } else if (s.step) {
     out += ", no checkpoint yet";
   }
+  if (s.gpu) out += ", " + format_gpu_figures(*s.gpu);
   if (!s.metrics.empty()) {
     // The comment is for people glancing at squeue; the full metrics are in the log.
     out += ", ";

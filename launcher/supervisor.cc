@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <functional>
@@ -27,6 +28,7 @@
 #include "launcher/coordinator.h"
 #include "launcher/hang_watch.h"
 #include "launcher/launch.h"
+#include "launcher/nvml.h"
 #include "launcher/pmix_session.h"
 #include "launcher/program.h"
 #include "launcher/rank_log.h"
@@ -185,6 +187,12 @@ class Supervisor {
   std::deque<Message> to_self_;
   std::vector<bool> said_hello_;
   std::unique_ptr<HangWatch> watch_;  // --dl-watchdog
+
+  // The node's first rank: the step's GPUs on this node (--gpu-interval).
+  void start_gpu_sampling();
+  std::optional<Nvml> nvml_;
+  std::vector<unsigned> gpus_;
+  Steady::time_point next_gpu_sample_;
 };
 
 int Supervisor::run() {
@@ -207,6 +215,7 @@ int Supervisor::run() {
     coordinator_->start(Steady::now());
   }
   if (job_.watchdog.count() > 0) start_watch();
+  if (options_.gpu_interval.count() > 0 && boot_.layout.local_rank == 0) start_gpu_sampling();
   if (coordinator_) {
     for (auto& c : peers_) process_lines(*c);
   }
@@ -327,6 +336,14 @@ void Supervisor::connect_to_rank0() {
   hello.key = r.secret;
   hello.text = job_.node;
   net::send_all(up_->fd.get(), format_message(hello));
+}
+
+void Supervisor::start_gpu_sampling() {
+  gpus_ = slurm_gpu_indices(std::getenv("SLURM_STEP_GPUS"), std::getenv("SLURM_JOB_GPUS"));
+  if (gpus_.empty()) return;
+  std::string why;
+  nvml_ = Nvml::load(why);
+  if (!nvml_) log(LogLevel::verbose, "no GPU figures: {}", why);
 }
 
 void Supervisor::start_watch() {
@@ -734,6 +751,15 @@ void Supervisor::tick(Steady::time_point now) {
     watch_->tick(channel_ ? &channel_->page() : nullptr,
                  program_ ? std::optional(program_->pid()) : std::nullopt,
                  in_round ? std::optional(round_->seq) : std::nullopt, now);
+  }
+  if (nvml_ && !end_code_ && now >= next_gpu_sample_) {
+    next_gpu_sample_ = now + options_.gpu_interval;
+    if (const auto samples = nvml_->sample(gpus_); !samples.empty()) {
+      Message m;
+      m.kind = MsgKind::gpu;
+      m.text = format_gpu_samples(samples);
+      send_up(m);
+    }
   }
   if (coordinator_) coordinator_->tick(now);
 }

@@ -19,6 +19,8 @@ struct SupervisorOptions {
   std::vector<std::string> command;
   int ckpt_signal = 0;  // the program's "checkpoint now" request; 0: none
   std::chrono::milliseconds status_interval{60'000};
+  // How often each node's first rank samples the step's GPUs there; 0: never.
+  std::chrono::milliseconds gpu_interval{0};
   std::chrono::milliseconds deadline_margin{30'000};
   std::chrono::milliseconds kill_wait{3'000};
   std::uint32_t max_stalled_restarts = 2;

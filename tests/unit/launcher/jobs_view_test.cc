@@ -23,11 +23,18 @@ TEST(JobsView, StatusLineRoundTrips) {
   s.step = 1200;
   s.ckpt_step = 1100;
   s.ckpt_age = 120s;
+  s.gpu = GpuFigures{85, 80, 12ull << 30, 80ull << 30};
   s.metrics = "loss=0.31 acc=0.9";
   s.metrics_step = 1150;
   s.detail = "";
+  EXPECT_EQ(format_status(s),
+            "CHECKPOINTING step 1200, ckpt 1100 (2m ago), gpu 85% (avg 80%) 12.0/80.0 GiB, "
+            "loss=0.31 acc=0.9 (step 1150)");
   const auto back = parse_status(merge_comment("dl: 16 GPUs as 2x8", format_status(s)));
   ASSERT_TRUE(back);
+  ASSERT_TRUE(back->gpu);
+  EXPECT_EQ(back->gpu->util, 85u);
+  EXPECT_EQ(back->gpu->util_avg, 80u);
   EXPECT_EQ(back->phase, JobPhase::checkpointing);
   EXPECT_EQ(back->step, 1200);
   EXPECT_EQ(back->ckpt_step, 1100);
@@ -46,6 +53,7 @@ TEST(JobsView, StatusLineRoundTrips) {
   EXPECT_FALSE(h->ckpt_step) << "\"no checkpoint yet\"";
   EXPECT_EQ(h->metrics, "");
   EXPECT_EQ(h->detail, "3 restarts without a new checkpoint");
+  EXPECT_FALSE(h->gpu);
 }
 
 TEST(JobsView, NoStatusBeforeDlrunRan) {
@@ -81,7 +89,9 @@ TEST(JobsView, JsonForScripts) {
   running.id = "100_3";
   running.state = "RUNNING";
   running.restarts = 2;
-  running.comment = "dl: 4 GPUs as 2x2 | RUNNING step 40, ckpt 30 (5s ago), loss=0.5";
+  running.comment =
+      "dl: 4 GPUs as 2x2 | RUNNING step 40, ckpt 30 (5s ago), gpu 85% (avg 80%) 12.0/80.0 GiB, "
+      "loss=0.5";
   running.start = now - 60s;
   const auto j = to_json({pending, running}, now);
   ASSERT_EQ(j["jobs"].size(), 2u);
@@ -96,11 +106,18 @@ TEST(JobsView, JsonForScripts) {
   EXPECT_EQ(j["jobs"][1]["status"]["step"], 40);
   EXPECT_EQ(j["jobs"][1]["status"]["ckpt_step"], 30);
   EXPECT_EQ(j["jobs"][1]["status"]["metrics"], "loss=0.5");
+  EXPECT_EQ(j["jobs"][1]["status"]["gpu"]["util"], 85);
+  EXPECT_EQ(j["jobs"][1]["status"]["gpu"]["util_avg"], 80);
+  EXPECT_EQ(j["jobs"][1]["status"]["gpu"]["mem_used_gib"], 12.0);
+  EXPECT_EQ(j["jobs"][1]["status"]["gpu"]["mem_total_gib"], 80.0);
+  EXPECT_TRUE(j["jobs"][0]["status"].is_null());
   EXPECT_TRUE(j["jobs"][1]["expected_start"].is_null());
 
   const std::string table = format_table({pending, running}, now);
   EXPECT_NE(table.find("PENDING (Resources)"), std::string::npos) << table;
   EXPECT_NE(table.find("loss=0.5"), std::string::npos) << table;
+  EXPECT_NE(table.find(" GPU "), std::string::npos) << table;
+  EXPECT_NE(table.find("85% (avg 80%) 12.0/80.0 GiB"), std::string::npos) << table;
 }
 
 TEST(JobsView, OtherUsersTextIsEscapedInTheTable) {

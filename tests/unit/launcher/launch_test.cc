@@ -505,6 +505,7 @@ TEST(Control, EveryMessageRoundTrips) {
       make(MsgKind::target, 0, 9, 1201, true, 0, ""),
       make(MsgKind::stop_after, 0, 9, -1, false, 0, ""),
       make(MsgKind::end, 0, 0, -1, false, 75, "deadline"),
+      make(MsgKind::gpu, 0, 0, -1, false, 0, "0:85:12288:81920 1:3:100:81920"),
   };
   for (const auto& m : messages) {
     const std::string line = format_message(m);

@@ -1,0 +1,63 @@
+#!/usr/bin/env bats
+# What a job's GPUs do: dlrun samples the step's GPUs through NVML and shows them in the
+# status line; dl-jobs reads them back. The mini-cluster has no GPU: a fake NVML
+# (fake_nvml.c) serves scripted values per node and device, loaded through the same
+# dlopen("libnvidia-ml.so.1") as the real one.
+
+load helpers
+
+setup() {
+  cd "$BATS_TEST_TMPDIR"
+  DLRUN=$DL_BUILD_DIR/launcher/dlrun
+  FAKE_NVML=$DL_BUILD_DIR/tests/integration/fake-nvml
+}
+teardown() { cancel_all; }
+
+dljobs() { "$DL_BUILD_DIR/launcher/dl-jobs" "$@"; }
+gpu_field() {
+  /usr/bin/python3 -c '
+import json, sys
+jobs = {j["id"]: j for j in json.load(sys.stdin)["jobs"]}
+gpu = (jobs[sys.argv[1]]["status"] or {}).get("gpu") or {}
+print(gpu.get(sys.argv[2], ""))' "$@"
+}
+
+# bats test_tags=stacks
+@test "dl-jobs shows the utilization and memory of exactly the job's GPUs" {
+  # Every node has GPUs 0 and 1: 0 busy, 1 nearly idle.
+  printf '%s\n' '* 0 90 30000 80000 250' '* 1 10 2000 80000 60' >gpus.txt
+  env="ALL,LD_LIBRARY_PATH=$FAKE_NVML,DL_FAKE_NVML=$PWD/gpus.txt"
+  # Two jobs on the same two nodes, one GPU each: the first gets GPU 0, the second GPU 1.
+  busy=$(submit -N2 -w n1,n2 --gres=gpu:1 --export="$env" -o busy.out \
+    --wrap "srun --mpi=pmix $DLRUN --status-interval=1s --gpu-interval=1s sleep 60")
+  wait_state "$busy" RUNNING 30
+  idle=$(submit -N2 -w n1,n2 --gres=gpu:1 --export="$env" -o idle.out \
+    --wrap "srun --mpi=pmix $DLRUN --status-interval=1s --gpu-interval=1s sleep 60")
+  # Once both nodes of each job have reported (each node's first rank samples its own).
+  wait_until 30 '[ "$(dljobs --json | gpu_field "$busy" mem_total_gib)" = 156.2 ] && [ "$(dljobs --json | gpu_field "$idle" mem_total_gib)" = 156.2 ]'
+  out=$(dljobs --json)
+  [ "$(gpu_field "$busy" util <<<"$out")" = 90 ]
+  [ "$(gpu_field "$idle" util <<<"$out")" = 10 ]
+  # Both nodes' GPUs count: 2 x 30000 MiB used of 2 x 80000 (GiB, as the status line has it).
+  [ "$(gpu_field "$busy" mem_used_gib <<<"$out")" = 58.6 ]
+  [ "$(gpu_field "$idle" mem_used_gib <<<"$out")" = 3.9 ]
+  table=$(dljobs)
+  echo "$table"
+  echo "$table" | grep -E "^$busy .* 90% \(avg 90%\) 58\.6/156\.2 GiB"
+  echo "$table" | grep -E "^$idle .* 10% \(avg 10%\) 3\.9/156\.2 GiB"
+  # The figures now follow the GPU; the average keeps the past.
+  printf '%s\n' '* 0 0 30000 80000 250' '* 1 10 2000 80000 60' >gpus.txt
+  wait_until 30 '[ "$(dljobs --json | gpu_field "$busy" util)" = 0 ]'
+  avg=$(dljobs --json | gpu_field "$busy" util_avg)
+  [ "$avg" -gt 0 ] && [ "$avg" -lt 90 ]
+}
+
+@test "dlrun without NVML runs as before, and a bad --gpu-interval is refused at once" {
+  run run_srun -N1 --gres=gpu:1 --mpi=pmix "$DLRUN" -v --gpu-interval=1s sh -c 'sleep 2; echo done'
+  [ "$status" -eq 0 ]
+  [[ $output =~ "no GPU figures: libnvidia-ml.so.1: cannot open shared object file" ]]
+  [[ ! $output =~ ", gpu " ]]
+  run "$DLRUN" --gpu-interval=0s true
+  [ "$status" -eq 2 ]
+  [ "$output" = "dlrun: --gpu-interval=0s: expected off or a duration from 1s to 1h, e.g. 10s" ]
+}
