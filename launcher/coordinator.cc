@@ -43,7 +43,8 @@ Coordinator::Coordinator(const SupervisorOptions& options, const JobSettings& jo
       exited_(world_size, false),
       nodes_(world_size),
       save_time_(std::chrono::duration_cast<std::chrono::milliseconds>(job.grace)),
-      limiter_(options.status_interval) {
+      limiter_(options.status_interval),
+      gpu_(options.gpu_idle) {
   if (resume) {
     ckpt_at_start_ = resume->step;
     ckpt_step_ = resume->step;
@@ -130,7 +131,7 @@ void Coordinator::on_message(std::uint32_t rank, const Message& m, Steady::time_
       try {
         gpu_.record(rank < nodes_.size() && !nodes_[rank].empty() ? nodes_[rank]
                                                                   : fmt::format("rank {}", rank),
-                    parse_gpu_samples(m.text));
+                    parse_gpu_samples(m.text), now);
       } catch (const SystemError& e) {
         log(LogLevel::warning, "rank {}: {}", rank, e.what());
       }
@@ -345,7 +346,16 @@ void Coordinator::update_status(Steady::time_point now, bool urgent) {
     s.ckpt_step = ckpt_step_;
     s.ckpt_age = std::chrono::duration_cast<std::chrono::seconds>(WallClock::now() - ckpt_time_);
   }
-  s.gpu = gpu_.figures();
+  s.gpu = gpu_.figures(now);
+  if (s.gpu && s.gpu->idle.has_value() != idle_flagged_) {
+    idle_flagged_ = s.gpu->idle.has_value();
+    if (idle_flagged_) {
+      log(LogLevel::warning, "every GPU of the job has been below {}% for {}: they sit idle",
+          options_.gpu_idle->below, format_age(*s.gpu->idle));
+    } else {
+      log(LogLevel::info, "the job's GPUs are busy again");
+    }
+  }
   if (const auto m = own_.read_metrics(); m && !m->text.empty()) {
     s.metrics = m->text;
     s.metrics_step = m->step;

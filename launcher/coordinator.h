@@ -97,6 +97,7 @@ class Coordinator {
   std::optional<std::int64_t> ckpt_at_start_;
   std::optional<std::int64_t> ckpt_step_;
   GpuUsage gpu_;  // the nodes' GPU samples
+  bool idle_flagged_ = false;
   WallClock::time_point ckpt_time_;
 };
 

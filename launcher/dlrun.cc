@@ -199,6 +199,7 @@ int run(int argc, char** argv) {
   std::string status_interval = "60s";
   std::string status_comment = "on";
   std::string gpu_interval = "10s";
+  std::string gpu_idle = "5%:30m";
   std::string deadline_margin = "30s";
   std::string kill_wait = "3s";
   std::string max_stalled = "2";
@@ -220,6 +221,10 @@ int run(int argc, char** argv) {
                  "sample the step's GPUs through NVML every DURATION and show them in the status "
                  "line, or off (default 10s)")
       ->envname("DL_GPU_INTERVAL");
+  app.add_option("--gpu-idle", gpu_idle,
+                 "flag the job in its status line once every GPU of it has been below UTIL% for "
+                 "DURATION: UTIL%:DURATION or off (default 5%:30m)")
+      ->envname("DL_GPU_IDLE");
   app.add_option("--deadline-margin", deadline_margin,
                  "finish the deadline checkpoint this long before the job's end (default 30s)")
       ->envname("DL_DEADLINE_MARGIN");
@@ -259,6 +264,7 @@ int run(int argc, char** argv) {
   options.status_interval =
       duration_option("--status-interval", status_interval, std::chrono::seconds(1));
   slurm::set_status_comments(parse_on_off("--status-comment", status_comment));
+  options.gpu_idle = parse_idle_rule("--gpu-idle", gpu_idle);
   if (gpu_interval != "off") {
     try {
       options.gpu_interval = parse_duration("--gpu-interval", gpu_interval, std::chrono::seconds(1),

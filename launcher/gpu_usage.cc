@@ -5,6 +5,8 @@
 #include <cmath>
 
 #include "core/error.h"
+#include "core/parse.h"
+#include "launcher/status.h"
 
 namespace dl {
 namespace {
@@ -92,6 +94,7 @@ std::string format_gpu_figures(const GpuFigures& g) {
   if (g.util_avg) out += fmt::format(" (avg {}%)", *g.util_avg);
   out += fmt::format(" {:.1f}/{:.1f} GiB", static_cast<double>(g.mem_used) / kGiB,
                      static_cast<double>(g.mem_total) / kGiB);
+  if (g.idle) out += " idle " + format_age(*g.idle);
   return out;
 }
 
@@ -114,6 +117,11 @@ std::optional<GpuFigures> parse_gpu_figures(std::string_view text) {
     if (!g.util_avg) return std::nullopt;
     text.remove_prefix(pct + 2);
   }
+  if (const auto idle = text.rfind(" idle "); idle != std::string_view::npos) {
+    g.idle = parse_age(text.substr(idle + 6));
+    if (!g.idle) return std::nullopt;
+    text = text.substr(0, idle);
+  }
   if (text.size() < 5 || text[0] != ' ' || text.substr(text.size() - 4) != " GiB") {
     return std::nullopt;
   }
@@ -127,13 +135,47 @@ std::optional<GpuFigures> parse_gpu_figures(std::string_view text) {
   return g;
 }
 
-void GpuUsage::record(const std::string& node, std::vector<GpuSample> samples) {
+std::optional<IdleRule> parse_idle_rule(std::string_view option, std::string_view text) {
+  if (text == "off") return std::nullopt;
+  const auto bad = [&] {
+    return InputError(
+        fmt::format("{}={}: expected off or UTIL%:DURATION with UTIL from 1 to 100 "
+                    "and DURATION from 10s to 7d, e.g. 5%:30m",
+                    option, text));
+  };
+  const auto colon = text.find(':');
+  if (colon == std::string_view::npos || colon == 0 || text[colon - 1] != '%') throw bad();
+  const auto below = whole(text.substr(0, colon - 1), 100);
+  if (!below || *below == 0) throw bad();
+  IdleRule rule;
+  rule.below = *below;
+  try {
+    rule.after = parse_duration(option, text.substr(colon + 1), std::chrono::seconds(10),
+                                std::chrono::hours(7 * 24));
+  } catch (const InputError&) {
+    throw bad();
+  }
+  return rule;
+}
+
+void GpuUsage::record(const std::string& node, std::vector<GpuSample> samples,
+                      Steady::time_point now) {
   for (const GpuSample& s : samples) util_sum_ += s.util;
   util_count_ += samples.size();
   latest_[node] = std::move(samples);
+  if (!rule_) return;
+  bool idle = true;
+  for (const auto& [n, gpus] : latest_) {
+    for (const GpuSample& s : gpus) idle = idle && s.util < rule_->below;
+  }
+  if (!idle) {
+    idle_since_.reset();
+  } else if (!idle_since_) {
+    idle_since_ = now;
+  }
 }
 
-std::optional<GpuFigures> GpuUsage::figures() const {
+std::optional<GpuFigures> GpuUsage::figures(Steady::time_point now) const {
   GpuFigures g;
   std::uint64_t util = 0, count = 0;
   for (const auto& [node, samples] : latest_) {
@@ -147,6 +189,9 @@ std::optional<GpuFigures> GpuUsage::figures() const {
   if (count == 0) return std::nullopt;
   g.util = static_cast<unsigned>((util + count / 2) / count);
   g.util_avg = static_cast<unsigned>(std::lround(util_sum_ / static_cast<double>(util_count_)));
+  if (idle_since_ && now - *idle_since_ >= rule_->after) {
+    g.idle = std::chrono::duration_cast<std::chrono::seconds>(now - *idle_since_);
+  }
   return g;
 }
 

@@ -31,13 +31,25 @@ inline constexpr std::size_t kMaxGpusPerNode = 64;
 std::string format_gpu_samples(const std::vector<GpuSample>& samples);
 std::vector<GpuSample> parse_gpu_samples(std::string_view text);
 
-// The figures of the status line ("gpu 85% (avg 80%) 12.0/80.0 GiB").
+// The figures of the status line ("gpu 85% (avg 80%) 12.0/80.0 GiB", and " idle 35m"
+// when the idle rule flags the job).
 struct GpuFigures {
   unsigned util = 0;                 // now: the mean over the job's GPUs
   std::optional<unsigned> util_avg;  // the mean over the run so far
   std::uint64_t mem_used = 0;        // now, over all the job's GPUs, bytes
   std::uint64_t mem_total = 0;
+  std::optional<std::chrono::seconds> idle;  // how long every GPU has been idle (flagged)
 };
+
+// The idle rule (--gpu-idle=UTIL%:DURATION): a job is flagged idle once every one of its
+// GPUs has been below UTIL% in every sample for DURATION. "off": never.
+struct IdleRule {
+  unsigned below = 5;
+  std::chrono::seconds after{30 * 60};
+};
+// Throws dl::InputError naming `option` ("--gpu-idle=90:5m: expected off or UTIL%:DURATION
+// with UTIL from 1 to 100 and DURATION from 10s to 7d, e.g. 5%:30m"). nullopt for "off".
+std::optional<IdleRule> parse_idle_rule(std::string_view option, std::string_view text);
 std::string format_gpu_figures(const GpuFigures& g);
 // nullopt when `text` is not what format_gpu_figures writes.
 std::optional<GpuFigures> parse_gpu_figures(std::string_view text);
@@ -46,16 +58,20 @@ std::optional<GpuFigures> parse_gpu_figures(std::string_view text);
 class GpuUsage {
  public:
   using Steady = std::chrono::steady_clock;
+  explicit GpuUsage(std::optional<IdleRule> idle = std::nullopt) : rule_(idle) {}
   // A node's samples replace its previous ones.
-  void record(const std::string& node, std::vector<GpuSample> samples);
-  // The figures now (nullopt before any sample). The average weights every sample of
+  void record(const std::string& node, std::vector<GpuSample> samples, Steady::time_point now);
+  // The figures at `now` (nullopt before any sample). The average weights every sample of
   // every GPU alike: nodes sample at the same interval.
-  std::optional<GpuFigures> figures() const;
+  std::optional<GpuFigures> figures(Steady::time_point now) const;
 
  private:
+  std::optional<IdleRule> rule_;
   std::map<std::string, std::vector<GpuSample>> latest_;
   double util_sum_ = 0;
   std::uint64_t util_count_ = 0;
+  // Since when every sample of every GPU has been below the rule's threshold.
+  std::optional<Steady::time_point> idle_since_;
 };
 
 }  // namespace dl

@@ -26,17 +26,6 @@ std::optional<std::int64_t> leading_number(std::string_view s) {
   return std::stoll(std::string(s.substr(0, n)));
 }
 
-std::optional<std::chrono::seconds> parse_age(std::string_view s) {
-  const auto n = leading_number(s);
-  if (!n) return std::nullopt;
-  const std::string unit(s.substr(std::to_string(*n).size()));
-  if (unit == "s") return std::chrono::seconds(*n);
-  if (unit == "m") return std::chrono::minutes(*n);
-  if (unit == "h") return std::chrono::hours(*n);
-  if (unit == "d") return std::chrono::hours(24 * *n);
-  return std::nullopt;
-}
-
 std::optional<JobPhase> phase_from(std::string_view word) {
   static const std::pair<std::string_view, JobPhase> kPhases[] = {
       {"RUNNING", JobPhase::running},
@@ -194,7 +183,9 @@ nlohmann::json to_json(const std::vector<JobRow>& rows, SystemTime now) {
                                    {"util_avg", s->gpu->util_avg ? nlohmann::json(*s->gpu->util_avg)
                                                                  : nlohmann::json()},
                                    {"mem_used_gib", gib(s->gpu->mem_used)},
-                                   {"mem_total_gib", gib(s->gpu->mem_total)}}
+                                   {"mem_total_gib", gib(s->gpu->mem_total)},
+                                   {"idle_s", s->gpu->idle ? nlohmann::json(s->gpu->idle->count())
+                                                           : nlohmann::json()}}
                   : nlohmann::json()},
           {"metrics", s->metrics},
           {"metrics_step", s->metrics_step ? nlohmann::json(*s->metrics_step) : nlohmann::json()},

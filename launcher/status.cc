@@ -66,6 +66,20 @@ std::string format_status(const Status& s) {
   return out;
 }
 
+std::optional<std::chrono::seconds> parse_age(std::string_view text) {
+  std::size_t n = 0;
+  while (n < text.size() && n < 12 && text[n] >= '0' && text[n] <= '9') ++n;
+  if (n == 0 || n + 1 != text.size()) return std::nullopt;
+  const std::int64_t v = std::stoll(std::string(text.substr(0, n)));
+  switch (text[n]) {
+    case 's': return std::chrono::seconds(v);
+    case 'm': return std::chrono::minutes(v);
+    case 'h': return std::chrono::hours(v);
+    case 'd': return std::chrono::hours(24 * v);
+    default: return std::nullopt;
+  }
+}
+
 std::string comment_prefix(std::string_view comment) {
   return std::string(comment.substr(0, comment.find(" | ")));
 }

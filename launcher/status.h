@@ -47,6 +47,8 @@ std::string format_status(const Status& s);
 
 // "45s", "2m", "3h", "2d": the largest whole unit, as in the contract's "(2m ago)".
 std::string format_age(std::chrono::seconds age);
+// And back: nullopt when `text` is not a number and one of those units.
+std::optional<std::chrono::seconds> parse_age(std::string_view text);
 
 // The part of a job comment before the first " | " (all of it when there is none).
 std::string comment_prefix(std::string_view comment);

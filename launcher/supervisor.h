@@ -10,6 +10,7 @@
 
 #include "core/sysio.h"
 #include "launcher/bootstrap.h"
+#include "launcher/gpu_usage.h"
 #include "launcher/resume.h"
 #include "launcher/slurm_job.h"
 
@@ -21,6 +22,8 @@ struct SupervisorOptions {
   std::chrono::milliseconds status_interval{60'000};
   // How often each node's first rank samples the step's GPUs there; 0: never.
   std::chrono::milliseconds gpu_interval{0};
+  // When rank 0 flags the job's GPUs idle (--gpu-idle); nullopt: never.
+  std::optional<IdleRule> gpu_idle;
   std::chrono::milliseconds deadline_margin{30'000};
   std::chrono::milliseconds kill_wait{3'000};
   std::uint32_t max_stalled_restarts = 2;

@@ -19,20 +19,21 @@ gpu_field() {
 import json, sys
 jobs = {j["id"]: j for j in json.load(sys.stdin)["jobs"]}
 gpu = (jobs[sys.argv[1]]["status"] or {}).get("gpu") or {}
-print(gpu.get(sys.argv[2], ""))' "$@"
+v = gpu.get(sys.argv[2])
+print("" if v is None else v)' "$@"
 }
 
 # bats test_tags=stacks
-@test "dl-jobs shows the utilization and memory of exactly the job's GPUs" {
+@test "dl-jobs shows the utilization and memory of exactly the job's GPUs, and flags idle ones" {
   # Every node has GPUs 0 and 1: 0 busy, 1 nearly idle.
   printf '%s\n' '* 0 90 30000 80000 250' '* 1 10 2000 80000 60' >gpus.txt
   env="ALL,LD_LIBRARY_PATH=$FAKE_NVML,DL_FAKE_NVML=$PWD/gpus.txt"
   # Two jobs on the same two nodes, one GPU each: the first gets GPU 0, the second GPU 1.
   busy=$(submit -N2 -w n1,n2 --gres=gpu:1 --export="$env" -o busy.out \
-    --wrap "srun --mpi=pmix $DLRUN --status-interval=1s --gpu-interval=1s sleep 60")
+    --wrap "srun --mpi=pmix $DLRUN --status-interval=1s --gpu-interval=1s --gpu-idle=5%:10s sleep 90")
   wait_state "$busy" RUNNING 30
   idle=$(submit -N2 -w n1,n2 --gres=gpu:1 --export="$env" -o idle.out \
-    --wrap "srun --mpi=pmix $DLRUN --status-interval=1s --gpu-interval=1s sleep 60")
+    --wrap "srun --mpi=pmix $DLRUN --status-interval=1s --gpu-interval=1s --gpu-idle=5%:10s sleep 90")
   # Once both nodes of each job have reported (each node's first rank samples its own).
   wait_until 30 '[ "$(dljobs --json | gpu_field "$busy" mem_total_gib)" = 156.2 ] && [ "$(dljobs --json | gpu_field "$idle" mem_total_gib)" = 156.2 ]'
   out=$(dljobs --json)
@@ -45,11 +46,18 @@ print(gpu.get(sys.argv[2], ""))' "$@"
   echo "$table"
   echo "$table" | grep -E "^$busy .* 90% \(avg 90%\) 58\.6/156\.2 GiB"
   echo "$table" | grep -E "^$idle .* 10% \(avg 10%\) 3\.9/156\.2 GiB"
-  # The figures now follow the GPU; the average keeps the past.
+  # The figures now follow the GPU; the average keeps the past. Ten seconds with every
+  # GPU below 5% (--gpu-idle=5%:10s) flag the job idle; the job at 10% is never flagged.
   printf '%s\n' '* 0 0 30000 80000 250' '* 1 10 2000 80000 60' >gpus.txt
   wait_until 30 '[ "$(dljobs --json | gpu_field "$busy" util)" = 0 ]'
   avg=$(dljobs --json | gpu_field "$busy" util_avg)
   [ "$avg" -gt 0 ] && [ "$avg" -lt 90 ]
+  wait_until 40 '[ -n "$(dljobs --json | gpu_field "$busy" idle_s)" ]'
+  [ "$(dljobs --json | gpu_field "$busy" idle_s)" -ge 10 ]
+  dljobs | grep -E "^$busy .* 0% \(avg [0-9]+%\) 58\.6/156\.2 GiB idle [0-9]+[smh]"
+  grep -q "every GPU of the job has been below 5% for [0-9]*[smh]: they sit idle" busy.out
+  [ -z "$(dljobs --json | gpu_field "$idle" idle_s)" ]
+  ! grep -q "sit idle" idle.out || false
 }
 
 @test "dlrun without NVML runs as before, and a bad --gpu-interval is refused at once" {

@@ -48,21 +48,73 @@ TEST(GpuUsage, AMalformedMessageIsAnError) {
 
 TEST(GpuUsage, FiguresAreTheMeanNowAndOverTheRun) {
   GpuUsage usage;
-  EXPECT_FALSE(usage.figures()) << "nothing before the first sample";
-  usage.record("n1", {{0, 90, 10 * kGiB, 80 * kGiB}, {1, 70, 6 * kGiB, 80 * kGiB}});
-  usage.record("n2", {{0, 50, 4 * kGiB, 80 * kGiB}, {1, 30, 4 * kGiB, 80 * kGiB}});
-  auto g = usage.figures();
+  const auto t = GpuUsage::Steady::now();
+  EXPECT_FALSE(usage.figures(t)) << "nothing before the first sample";
+  usage.record("n1", {{0, 90, 10 * kGiB, 80 * kGiB}, {1, 70, 6 * kGiB, 80 * kGiB}}, t);
+  usage.record("n2", {{0, 50, 4 * kGiB, 80 * kGiB}, {1, 30, 4 * kGiB, 80 * kGiB}}, t);
+  auto g = usage.figures(t);
   ASSERT_TRUE(g);
   EXPECT_EQ(g->util, 60u);
   EXPECT_EQ(g->util_avg, 60u);
   EXPECT_EQ(g->mem_used, 24 * kGiB);
   EXPECT_EQ(g->mem_total, 320 * kGiB);
   // n1's next samples replace its last ones; the average keeps them all.
-  usage.record("n1", {{0, 10, kGiB, 80 * kGiB}, {1, 10, kGiB, 80 * kGiB}});
-  g = usage.figures();
+  usage.record("n1", {{0, 10, kGiB, 80 * kGiB}, {1, 10, kGiB, 80 * kGiB}}, t);
+  g = usage.figures(t);
   EXPECT_EQ(g->util, 25u);
-  EXPECT_EQ(g->util_avg, 45u);
+  EXPECT_EQ(g->util_avg, 43u);  // 260 / 6
   EXPECT_EQ(g->mem_used, 10 * kGiB);
+  EXPECT_FALSE(g->idle) << "no idle rule";
+}
+
+TEST(GpuUsage, TheIdleRuleFlagsAJobWhoseEveryGpuStaysBelowItsThreshold) {
+  using namespace std::chrono_literals;
+  GpuUsage usage(IdleRule{5, 30min});
+  const auto t = GpuUsage::Steady::now();
+  const auto both = [&](unsigned a, unsigned b, GpuUsage::Steady::time_point at) {
+    usage.record("n1", {{0, a, 0, kGiB}}, at);
+    usage.record("n2", {{0, b, 0, kGiB}}, at);
+  };
+  both(0, 4, t);
+  EXPECT_FALSE(usage.figures(t + 29min)->idle) << "not for long enough yet";
+  both(1, 0, t + 20min);
+  const auto g = usage.figures(t + 31min);
+  ASSERT_TRUE(g->idle);
+  EXPECT_EQ(*g->idle, 31min);
+  EXPECT_EQ(format_gpu_figures(*g), "gpu 1% (avg 1%) 0.0/2.0 GiB idle 31m");
+  EXPECT_EQ(parse_gpu_figures("gpu 1% (avg 1%) 0.0/2.0 GiB idle 31m")->idle, 31min);
+  // One busy GPU of the job is enough to clear the flag, and the clock starts again.
+  both(80, 0, t + 32min);
+  EXPECT_FALSE(usage.figures(t + 33min)->idle);
+  both(0, 0, t + 34min);
+  EXPECT_FALSE(usage.figures(t + 63min)->idle);
+  EXPECT_EQ(usage.figures(t + 64min)->idle, 30min);
+
+  // A job at 80% is never flagged.
+  GpuUsage busy(IdleRule{5, 30min});
+  busy.record("n1", {{0, 80, 0, kGiB}}, t);
+  EXPECT_FALSE(busy.figures(t + 48h)->idle);
+}
+
+TEST(GpuUsage, TheIdleRuleOption) {
+  using namespace std::chrono_literals;
+  EXPECT_FALSE(parse_idle_rule("--gpu-idle", "off"));
+  const auto r = parse_idle_rule("--gpu-idle", "10%:1h");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->below, 10u);
+  EXPECT_EQ(r->after, 1h);
+  for (const char* bad :
+       {"", "10", "10%", "10:1h", "0%:1h", "101%:1h", "5%:9s", "5%:8d", "x%:1h", "5%:"}) {
+    try {
+      parse_idle_rule("--gpu-idle", bad);
+      ADD_FAILURE() << bad;
+    } catch (const InputError& e) {
+      EXPECT_EQ(std::string(e.what()),
+                std::string("--gpu-idle=") + bad +
+                    ": expected off or UTIL%:DURATION with UTIL from 1 to 100 and DURATION from "
+                    "10s to 7d, e.g. 5%:30m");
+    }
+  }
 }
 
 TEST(GpuUsage, StatusTextRoundTrips) {

@@ -23,7 +23,7 @@ TEST(JobsView, StatusLineRoundTrips) {
   s.step = 1200;
   s.ckpt_step = 1100;
   s.ckpt_age = 120s;
-  s.gpu = GpuFigures{85, 80, 12ull << 30, 80ull << 30};
+  s.gpu = GpuFigures{85, 80, 12ull << 30, 80ull << 30, std::nullopt};
   s.metrics = "loss=0.31 acc=0.9";
   s.metrics_step = 1150;
   s.detail = "";
