@@ -15,6 +15,12 @@ teardown() {
   runuser -u dltest -- scancel --quiet -u dltest 2>/dev/null || true
   tmux kill-session -t dlpty 2>/dev/null || true
   [ -z "${p:-}" ] || rm -f "$p"*
+  if [ -f "$BATS_TEST_TMPDIR/squash.pid" ]; then
+    umount -l "$mcdir/squash" 2>/dev/null || true
+    kill "$(cat "$BATS_TEST_TMPDIR/squash.pid")" 2>/dev/null || true
+    rm -rf "$mcdir/squash" "$mcdir/squash.src"
+    plugstack_restore
+  fi
   if [ -d "$ckpt_root.site" ]; then
     rm -rf "$ckpt_root"
     mv "$ckpt_root.site" "$ckpt_root"
@@ -281,6 +287,33 @@ EOF
   [ "$(stat -c '%U %a' "$ckpt_root")" = "dlother 755" ]
   grep -qF "error: dl: default_ckpt_root: $ckpt_root belongs to dlother (uid $(id -u dlother)), not to root: its owner could replace" \
     "$mcdir/log/slurmd-n4.log"
+}
+
+@test "on a file system that squashes root, as NFS does, slurmstepd reads nothing of the job's as root" {
+  squash=$mcdir/squash
+  mkdir -p "$squash" "$squash.src"
+  chmod 1777 "$squash.src"
+  "$DL_ROOT/tests/integration/root_squash_fs.py" "$squash.src" "$squash" \
+    "$BATS_TEST_TMPDIR/as-root.log" 2>"$BATS_TEST_TMPDIR/squash.err" 3>&- &
+  echo $! >"$BATS_TEST_TMPDIR/squash.pid"
+  wait_until 20 "mountpoint -q '$squash'"
+  plugstack_with "allowed_ckpt_roots=$squash"
+  cd /home/dltest
+  # <root>/dltest 0700, which root cannot open there; the job's TMPDIR in it.
+  as_dltest mkdir -m 0700 "$squash/dltest" "$squash/dltest/tmp"
+  : >"$BATS_TEST_TMPDIR/as-root.log"
+  job=$(as_dltest env TMPDIR="$squash/dltest/tmp" sbatch --parsable -w n1 --dl-gpus=1 \
+    --dl-ckpt-dir="$squash/dltest/run" -o /home/dltest/squash.out \
+    --wrap 'srun -n1 sh -c "touch \$DL_CKPT_DIR/ran"; echo ran')
+  wait_state "$job" COMPLETED 60
+  # Nothing was asked of the file system as root: not the checks of the path, not the
+  # clean-up of channel files at the step's end.
+  cat "$BATS_TEST_TMPDIR/as-root.log"
+  [ ! -s "$BATS_TEST_TMPDIR/as-root.log" ]
+  grep -qx ran /home/dltest/squash.out
+  [ "$(stat -c '%U %a' "$squash.src/dltest/run")" = "dltest 700" ]
+  [ -e "$squash.src/dltest/run/ran" ]
+  rm -f /home/dltest/squash.out
 }
 
 @test "slurmd says, when it loads the plugin, that the default checkpoint root is not shared" {
