@@ -46,6 +46,39 @@ void check_component(const struct stat& st, const std::string& path, uid_t uid, 
   }
 }
 
+// The owner of a root, or of a directory or link above it, may rename what lies below
+// it (sticky bit or not) and put a directory of their own in the place of the user's.
+void check_root_owner(const std::string& path, uid_t owner, uid_t uid) {
+  if (owner == 0 || owner == uid) return;
+  throw InputError(fmt::format(
+      "{} belongs to {}, {}: its owner could replace what lies below it; refusing to use it "
+      "as a root (an administrator must remove it or chown it to root)",
+      path, describe_user(owner),
+      uid == 0 ? std::string("not to root") : "neither root nor " + describe_user(uid)));
+}
+
+// The root's path as given, component by component (lstat: a link is judged by its own
+// owner). Returns false when a component is missing.
+bool check_above_root(const std::vector<std::string>& target, std::size_t root_len, uid_t uid) {
+  for (std::size_t i = 1; i <= root_len; ++i) {
+    const std::string path = join_path(target, i);
+    struct stat st;
+    if (::lstat(path.c_str(), &st) != 0) {
+      if (errno == ENOENT) return false;
+      fail_errno("stat", path);
+    }
+    check_root_owner(path, st.st_uid, uid);
+    if (i < root_len && S_ISDIR(st.st_mode) && (st.st_mode & (S_IWGRP | S_IWOTH)) != 0 &&
+        (st.st_mode & S_ISVTX) == 0) {
+      throw InputError(fmt::format(
+          "{} (owner {}, mode {:04o}), above the root {}, is writable by other users without "
+          "the sticky bit; an administrator must chmod +t or go-w it",
+          path, describe_user(st.st_uid), st.st_mode & 07777, join_path(target, root_len)));
+    }
+  }
+  return true;
+}
+
 // Walks `dir` below the deepest of `roots` that contains it. Every component below the
 // root must be a real directory (a symlink is refused), owned by `uid` or root and not
 // writable by others; `dir` itself must be `uid`'s. With `create`, missing components
@@ -71,6 +104,7 @@ void walk(const std::string& dir, const std::vector<std::string>& roots, uid_t u
   }
 
   const std::string root = join_path(target, root_len);
+  if (!check_above_root(target, root_len, uid) && !create) return;
   sys::Fd fd(::open(root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (!fd) {
     if (errno == ENOENT) {
@@ -84,6 +118,7 @@ void walk(const std::string& dir, const std::vector<std::string>& roots, uid_t u
   }
   struct stat st;
   if (::fstat(fd.get(), &st) != 0) fail_errno("stat", root);
+  check_root_owner(root, st.st_uid, uid);
   // The root is the site's (or the user's home): writable by others only with the
   // sticky bit, which keeps them from renaming or removing what is not theirs.
   if (root_len < target.size() && (st.st_mode & (S_IWGRP | S_IWOTH)) != 0 &&
@@ -134,6 +169,27 @@ void ensure_private_dir(const std::string& dir, const std::vector<std::string>& 
 
 void check_private_path(const std::string& dir, const std::vector<std::string>& roots, uid_t uid) {
   walk(dir, roots, uid, false);
+}
+
+void check_root(const std::string& root, uid_t uid) {
+  const auto target = components(root);
+  if (!check_above_root(target, target.size(), uid)) return;
+  struct stat st;
+  if (::stat(root.c_str(), &st) != 0) fail_errno("stat", root);
+  check_root_owner(root, st.st_uid, uid);
+}
+
+void make_shared_root(const std::string& root) {
+  check_root(root, ::geteuid());
+  if (::mkdir(root.c_str(), 0700) != 0) {
+    if (errno != EEXIST) fail_errno("create directory", root);
+    check_root(root, ::geteuid());  // made meanwhile
+    return;
+  }
+  // 0700 until it is ours for sure; the umask would take the mode bits of mkdir anyway.
+  sys::Fd fd(::open(root.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!fd) fail_errno("open", root);
+  if (::fchmod(fd.get(), 01777) != 0) fail_errno("chmod", root);
 }
 
 }  // namespace dl

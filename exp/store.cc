@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "core/error.h"
+#include "core/private_dir.h"
 #include "core/sysio.h"
 #include "core/user_db.h"
 #include "exp/journal.h"
@@ -165,6 +166,8 @@ double time_of(const nlohmann::json& j) {
 Store::Store(const std::string& root, const std::string& experiment)
     : root_(root), experiment_(experiment), path_(database_path(root, experiment)) {
   validate_name("experiment", experiment);
+  // Another user who owns the root could swap the experiment's directory for their own.
+  check_root(root, ::geteuid());
   const int rc =
       sqlite3_open_v2(path_.c_str(), &db_,
                       SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOFOLLOW, nullptr);
@@ -539,6 +542,7 @@ std::optional<std::string> not_yours(const std::string& root, const std::string&
 std::vector<std::string> list_experiments(const std::string& root,
                                           std::vector<std::string>* skipped) {
   std::vector<std::string> out;
+  check_root(root, ::geteuid());
   if (file_type(root) != FileType::directory) return out;
   for (const auto& name : list_dir(root)) {
     if (name.empty() || name[0] == '.') continue;

@@ -34,7 +34,8 @@ inline constexpr std::uint64_t kNoBudget = ~std::uint64_t{0};
 
 class Store {
  public:
-  // Opens (creating if missing) the database of `experiment` under `root`.
+  // Opens (creating if missing) the database of `experiment` under `root`. A root that
+  // belongs to another user than root or the caller is an InputError (core/private_dir.h).
   Store(const std::string& root, const std::string& experiment);
   ~Store();
   Store(const Store&) = delete;
@@ -79,7 +80,8 @@ std::optional<std::string> not_yours(const std::string& root, const std::string&
 
 // The caller's experiments under `root` (their directories holding a journals/ folder).
 // Other users' directories and unreadable ones are left out, their names added to
-// `skipped` (a shared root holds everyone's experiments).
+// `skipped` (a shared root holds everyone's experiments). A root of another user than
+// root or the caller is an InputError, as for Store.
 std::vector<std::string> list_experiments(const std::string& root,
                                           std::vector<std::string>* skipped = nullptr);
 

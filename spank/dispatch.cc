@@ -20,8 +20,12 @@ int slurm_spank_init(spank_t sp, int argc, char** argv) {
       case S_CTX_LOCAL:
       case S_CTX_ALLOCATOR:
       case S_CTX_REMOTE: dl::spank::register_options(sp); return 0;
-      // Once per slurmd start, in its log: where checkpoints of requeued jobs are lost.
-      case S_CTX_SLURMD: dl::spank::check_ckpt_root_sharing(); return 0;
+      // Once per slurmd start: the default root made by root (not by the first user to
+      // need it), and in the log where checkpoints of requeued jobs are lost.
+      case S_CTX_SLURMD:
+        dl::spank::make_default_ckpt_root();
+        dl::spank::check_ckpt_root_sharing();
+        return 0;
       default: return 0;
     }
   });

@@ -48,6 +48,7 @@ struct StepState {
   std::optional<Spec> spec;
   bool default_dir = false;             // the plugin chose spec->ckpt_dir
   std::vector<std::string> ckpt_roots;  // with "~" expanded
+  uid_t uid = 0;                        // the job's user
   // drain_after: one of the step's tasks on this node exited with kExitCulpritStep.
   bool culprit = false;
   // down_failed_batch_host: the job's batch host was checked for this step on this node.
@@ -116,10 +117,7 @@ void check_step(spank_t sp) {
   for (const auto& root : site_config().effective_ckpt_roots()) {
     step().ckpt_roots.push_back(root == "~" ? home : root);
   }
-  // As root, before any task runs and before anything is created: the path must not
-  // pass through another user's or a shared-writable directory (see private_dir.h).
-  check_private_path(spec.ckpt_dir, step().ckpt_roots, uid);
-  if (!spec.resume_from.empty()) check_private_path(spec.resume_from, step().ckpt_roots, uid);
+  step().uid = uid;
 }
 
 }  // namespace
@@ -349,9 +347,16 @@ int slurmstepd_task_init(spank_t sp) {
   // A job that asked for nothing of slurm-dl stays an ordinary Slurm job: no DL_*
   // variable, no directory.
   if (!step().spec) return 0;
+  const Spec& spec = *step().spec;
+  // As the job's user, never as root: NFS with root_squash refuses root the user's
+  // private directories. The path must not pass through another user's or a
+  // shared-writable directory (see private_dir.h), checked before anything is created.
+  check_private_path(spec.ckpt_dir, step().ckpt_roots, step().uid);
+  if (!spec.resume_from.empty()) {
+    check_private_path(spec.resume_from, step().ckpt_roots, step().uid);
+  }
   // Tasks and dlrun use this to know the plugin is active on this node.
   set_task_env(sp, "DL_SPANK_VERSION", PACKAGE_VERSION);
-  const Spec& spec = *step().spec;
   try {
     ensure_private_dir(spec.ckpt_dir, step().ckpt_roots);
   } catch (const std::exception& e) {
@@ -397,10 +402,11 @@ void remove_left_channel_files(spank_t sp) {
   const std::string prefix = channel_file_prefix(
       array ? fmt::format("{}_{}", array_job_id, array_task_id) : std::to_string(job_id),
       std::to_string(step_id));
-  // As channel_file.cc: /dev/shm, else the task's TMPDIR, else /tmp.
-  const std::optional<std::string> tmpdir = job_getenv(sp, "TMPDIR");
-  for (const std::string& dir :
-       {std::string("/dev/shm"), tmpdir && tmpdir->rfind('/', 0) == 0 ? *tmpdir : "/tmp"}) {
+  // Where channel_file.cc puts them: /dev/shm, else the task's TMPDIR, else /tmp. Not in
+  // the task's TMPDIR: as root there, a user's FUSE mount or a dead NFS server could hang
+  // slurmstepd (and root_squash refuses it); a file left there is in the user's own
+  // directory.
+  for (const char* dir : {"/dev/shm", "/tmp"}) {
     try {
       if (const std::size_t n = remove_channel_files(dir, prefix, uid)) {
         log(LogLevel::verbose, "removed {} channel file(s) {}* left in {}", n, prefix, dir);

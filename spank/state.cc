@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/private_dir.h"
 #include "core/user_db.h"
 
 namespace dl::spank {
@@ -61,6 +62,18 @@ void load_site_config(int argc, char** argv) {
 }
 
 const SiteConfig& site_config() { return mutable_site(); }
+
+void make_default_ckpt_root() {
+  const std::string& root = site_config().default_ckpt_root;
+  try {
+    make_shared_root(root);
+  } catch (const std::exception& e) {
+    slurm_error(
+        "dl: default_ckpt_root: %s; jobs with the default checkpoint directory will be refused "
+        "on this node",
+        e.what());
+  }
+}
 
 void check_ckpt_root_sharing() {
   const SiteConfig& site = site_config();

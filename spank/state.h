@@ -13,6 +13,11 @@ namespace dl::spank {
 void load_site_config(int argc, char** argv);
 const SiteConfig& site_config();
 
+// Creates the default checkpoint root, owned by root with mode 1777, when it is missing
+// (core/private_dir.h); logs one error line when it cannot, or when the root belongs to
+// another user.
+void make_default_ckpt_root();
+
 // Logs one line when the default checkpoint root is not shared between nodes (by its
 // file-system type, unless the site asserted shared_ckpt_root=yes/no): a job requeued
 // onto other nodes would not find its checkpoints there.

@@ -364,3 +364,26 @@ assert ink > 0.01 * len(px) and coloured > 200, (ink, coloured)'
   [ "$(code -H "Host: evil.example:$port" "$base/api/experiments?token=$token")" = 403 ]
   [ "$(code -H "Host: localhost:$port" "$base/api/experiments?token=$token")" = 200 ]
 }
+
+@test "exp 11: an experiments root that dlother made is refused, naming it and its owner" {
+  # dlother made the shared root, like /tmp: as its owner it could rename dltest's
+  # experiment and put a directory of its own in its place.
+  shared=$(mktemp -d /tmp/dl-exp-squat.XXXXXX)
+  echo "$shared" >shared.path
+  chown dlother: "$shared"
+  chmod 1777 "$shared"
+  why="$shared belongs to dlother (uid $(id -u dlother)), neither root nor dltest (uid $(id -u dltest)): its owner could replace what lies below it; refusing to use it as a root"
+  cd /home/dltest
+  run as_dltest env DL_EXP_ROOT="$shared" srun -N1 --mpi=pmix --dl-experiment=squat "$DLRUN" true
+  [ "$status" -eq 0 ]
+  [[ $output == *"experiment tracking: $why"*"this run is not tracked"* ]]
+  [ -z "$(ls -A "$shared")" ]
+  runuser -u dltest -- mkdir -m 0700 -p "$shared/mine/journals"
+  for cmd in list "show mine"; do
+    run as_dltest env DL_EXP_ROOT="$shared" timeout 30 "$DLEXP" $cmd
+    [ "$status" -eq 2 ]
+    [ "$output" = "dl-exp: $why (an administrator must remove it or chown it to root)" ]
+  done
+  [ "$(ls -A "$shared")" = mine ]
+  [ "$(ls -A "$shared/mine")" = journals ]
+}

@@ -15,6 +15,16 @@ teardown() {
   runuser -u dltest -- scancel --quiet -u dltest 2>/dev/null || true
   tmux kill-session -t dlpty 2>/dev/null || true
   [ -z "${p:-}" ] || rm -f "$p"*
+  if [ -f "$BATS_TEST_TMPDIR/squash.pid" ]; then
+    umount -l "$mcdir/squash" 2>/dev/null || true
+    kill "$(cat "$BATS_TEST_TMPDIR/squash.pid")" 2>/dev/null || true
+    rm -rf "$mcdir/squash" "$mcdir/squash.src"
+    plugstack_restore
+  fi
+  if [ -d "$ckpt_root.site" ]; then
+    rm -rf "$ckpt_root"
+    mv "$ckpt_root.site" "$ckpt_root"
+  fi
   # What a hostile test planted (or left when it failed) must not break the next test.
   if [ -e "$ckpt_root/dltest" ] && [ "$(stat -c '%U %a' "$ckpt_root/dltest")" != "dltest 700" ]; then
     rm -rf "$ckpt_root/dltest"
@@ -232,6 +242,78 @@ EOF
   [ "$status" -ne 0 ]
   [[ $output == *"$ckpt_root/dltest (owner dltest"*"mode 0777) is writable by other users"* ]]
   rm -rf "$ckpt_root/dltest" /home/dltest/victim.out
+}
+
+@test "a checkpoint root that dlother made is refused, naming it and its owner; nothing is written there" {
+  cd /home/dltest
+  rm -rf "$ckpt_root/dltest"
+  job=$(as_dltest sbatch --parsable --hold -w n1 --dl-gpus=1 -o /home/dltest/squat.out \
+    --wrap 'echo ran; touch "$DL_CKPT_DIR/ran"')
+  # The root is gone (a new node, a clean-up of /var/tmp) and dlother made it, like /tmp:
+  # as its owner, dlother could rename <root>/dltest and put a directory of its own there.
+  mv "$ckpt_root" "$ckpt_root.site"
+  mkdir "$ckpt_root"
+  chown dlother: "$ckpt_root"
+  chmod 1777 "$ckpt_root"
+  why="$ckpt_root belongs to dlother (uid $(id -u dlother)), neither root nor dltest (uid $(id -u dltest)): its owner could replace what lies below it; refusing to use it as a root"
+  run as_dltest sbatch --parsable --dl-gpus=1 -o /home/dltest/squat2.out --wrap 'echo ran'
+  [ "$status" -ne 0 ]
+  [[ $output == *"$why"* ]]
+  # Submitted before: refused on the node.
+  scontrol release "$job"
+  wait_state "$job" FAILED 60
+  grep -qF "error: dl: slurm_spank_task_init: $why" /home/dltest/squat.out
+  ! grep -q '^ran' /home/dltest/squat.out || false
+  [ -z "$(ls -A "$ckpt_root")" ]
+  node_up 1
+  rm -f /home/dltest/squat.out /home/dltest/squat2.out
+}
+
+@test "slurmd makes a missing default checkpoint root, owned by root with mode 1777" {
+  mv "$ckpt_root" "$ckpt_root.site"
+  "$DL_ROOT/scripts/minicluster" kill-node n4
+  "$DL_ROOT/scripts/minicluster" start-node n4
+  [ "$(stat -c '%U %a' "$ckpt_root")" = "root 1777" ]
+  cd /home/dltest
+  run as_dltest srun -N1 -w n4 --dl-gpus=1 sh -c 'echo "$DL_CKPT_DIR"; touch "$DL_CKPT_DIR/ran"'
+  [ "$status" -eq 0 ]
+  [ -e "$output/ran" ]
+  # One that dlother made meanwhile stays as it is, and slurmd says whose it is.
+  rm -rf "$ckpt_root"
+  mkdir -m 0755 "$ckpt_root"
+  chown dlother: "$ckpt_root"
+  "$DL_ROOT/scripts/minicluster" kill-node n4
+  "$DL_ROOT/scripts/minicluster" start-node n4
+  [ "$(stat -c '%U %a' "$ckpt_root")" = "dlother 755" ]
+  grep -qF "error: dl: default_ckpt_root: $ckpt_root belongs to dlother (uid $(id -u dlother)), not to root: its owner could replace" \
+    "$mcdir/log/slurmd-n4.log"
+}
+
+@test "on a file system that squashes root, as NFS does, slurmstepd reads nothing of the job's as root" {
+  squash=$mcdir/squash
+  mkdir -p "$squash" "$squash.src"
+  chmod 1777 "$squash.src"
+  "$DL_ROOT/tests/integration/root_squash_fs.py" "$squash.src" "$squash" \
+    "$BATS_TEST_TMPDIR/as-root.log" 2>"$BATS_TEST_TMPDIR/squash.err" 3>&- &
+  echo $! >"$BATS_TEST_TMPDIR/squash.pid"
+  wait_until 20 "mountpoint -q '$squash'"
+  plugstack_with "allowed_ckpt_roots=$squash"
+  cd /home/dltest
+  # <root>/dltest 0700, which root cannot open there; the job's TMPDIR in it.
+  as_dltest mkdir -m 0700 "$squash/dltest" "$squash/dltest/tmp"
+  : >"$BATS_TEST_TMPDIR/as-root.log"
+  job=$(as_dltest env TMPDIR="$squash/dltest/tmp" sbatch --parsable -w n1 --dl-gpus=1 \
+    --dl-ckpt-dir="$squash/dltest/run" -o /home/dltest/squash.out \
+    --wrap 'srun -n1 sh -c "touch \$DL_CKPT_DIR/ran"; echo ran')
+  wait_state "$job" COMPLETED 60
+  # Nothing was asked of the file system as root: not the checks of the path, not the
+  # clean-up of channel files at the step's end.
+  cat "$BATS_TEST_TMPDIR/as-root.log"
+  [ ! -s "$BATS_TEST_TMPDIR/as-root.log" ]
+  grep -qx ran /home/dltest/squash.out
+  [ "$(stat -c '%U %a' "$squash.src/dltest/run")" = "dltest 700" ]
+  [ -e "$squash.src/dltest/run/ran" ]
+  rm -f /home/dltest/squash.out
 }
 
 @test "slurmd says, when it loads the plugin, that the default checkpoint root is not shared" {

@@ -168,5 +168,52 @@ TEST_F(HostilePath, ASharedRootNeedsTheStickyBit) {
   EXPECT_NE(error_of(root_ + "/u", 54321).find("without the sticky bit"), std::string::npos);
 }
 
+TEST_F(HostilePath, ARootOfAnotherUserIsRefusedNamingItsOwner) {
+  ASSERT_EQ(::chown(root_.c_str(), 65534, 65534), 0);
+  const std::string why = root_ +
+                          " belongs to nobody (uid 65534), neither root nor uid 54321: its owner "
+                          "could replace what lies below it; refusing to use it as a root (an "
+                          "administrator must remove it or chown it to root)";
+  EXPECT_EQ(error_of(root_ + "/u/4711", 54321), why);
+  EXPECT_THROW(check_root(root_, 54321), InputError);
+  // The user's own root (their home) is theirs to use.
+  EXPECT_EQ(error_of(root_ + "/u/4711", 65534), "(accepted)");
+  EXPECT_NO_THROW(check_root(root_, 65534));
+}
+
+TEST_F(HostilePath, ALinkOfAnotherUserAboveTheRootIsRefused) {
+  fs::create_directory(root_ + "/real");
+  const std::string link = root_ + "/link";
+  fs::create_directory_symlink(root_ + "/real", link);
+  ASSERT_EQ(::lchown(link.c_str(), 65534, 65534), 0);
+  try {
+    check_private_path(link + "/u", {link}, 54321);
+    ADD_FAILURE() << "accepted";
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()).rfind(link + " belongs to nobody (uid 65534)", 0), 0u);
+  }
+  // A directory above the root that others may write to needs the sticky bit.
+  fs::create_directories(root_ + "/open/site");
+  ::chmod((root_ + "/open").c_str(), 0777);
+  EXPECT_THROW(check_root(root_ + "/open/site", 54321), InputError);
+}
+
+TEST_F(HostilePath, MakesASharedRootOfRootsWithTheStickyBit) {
+  const std::string site = root_ + "/site";
+  make_shared_root(site);
+  struct stat st;
+  ASSERT_EQ(::stat(site.c_str(), &st), 0);
+  EXPECT_EQ(st.st_uid, 0u);
+  EXPECT_EQ(st.st_mode & 07777, 01777u);
+  EXPECT_NO_THROW(make_shared_root(site));  // idempotent
+  // Made by another user first: left as it is, refused.
+  const std::string squat = root_ + "/squat";
+  fs::create_directory(squat);
+  ASSERT_EQ(::chown(squat.c_str(), 65534, 65534), 0);
+  EXPECT_THROW(make_shared_root(squat), InputError);
+  ASSERT_EQ(::stat(squat.c_str(), &st), 0);
+  EXPECT_EQ(st.st_uid, 65534u);
+}
+
 }  // namespace
 }  // namespace dl
