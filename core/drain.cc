@@ -73,6 +73,35 @@ DrainDecision judge_step(const NodeRecord& record, std::uint32_t job, std::uint3
   return d;
 }
 
+DrainCheck check_drained_nodes(std::uint32_t job, int exit_code, std::string_view reply) {
+  DrainCheck c;
+  if (exit_code != 0) {
+    c.why_not = fmt::format("sinfo exited with {}", exit_code);
+    return c;
+  }
+  if (reply.size() > kMaxDrainedNodesReply) {
+    c.why_not = fmt::format("sinfo's reply is over {} bytes", kMaxDrainedNodesReply);
+    return c;
+  }
+  const std::string mark = fmt::format("slurm-dl: job {}:", job);
+  while (!reply.empty()) {
+    const std::size_t end = reply.find('\n');
+    const std::string_view line = reply.substr(0, end);
+    reply = end == std::string_view::npos ? std::string_view() : reply.substr(end + 1);
+    const std::size_t bar = line.find('|');
+    if (bar == 0 || bar == std::string_view::npos) {
+      c.why_not = fmt::format("sinfo replied '{}', not '<node>|<reason>'", line.substr(0, 100));
+      return c;
+    }
+    if (line.substr(bar + 1, mark.size()) == mark) {
+      c.why_not = fmt::format("node {} was drained for job {} already", line.substr(0, bar), job);
+      return c;
+    }
+  }
+  c.may_drain = true;
+  return c;
+}
+
 std::string node_record_name(std::string_view node, std::uint32_t job) {
   bool plain = !node.empty() && node.size() <= 255 && node.front() != '.';
   for (const char c : node) {

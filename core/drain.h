@@ -41,6 +41,20 @@ struct DrainDecision {
 DrainDecision judge_step(const NodeRecord& record, std::uint32_t job, std::uint32_t step,
                          bool culprit, std::uint32_t drain_after);
 
+// The most of the reply below that is read (stdout and stderr); more is not trusted.
+inline constexpr std::size_t kMaxDrainedNodesReply = std::size_t{1} << 20;
+
+// Whether this node may be drained for job `job`, from the exit code and the reply of
+// `sinfo -h -N -t drain -o '%N|%E'` (the drained and draining nodes only, "<node>|<reason>"
+// a line: small however large the cluster): no if a node was drained for the job already,
+// and no if anything is uncertain (a non-zero exit, a reply over kMaxDrainedNodesReply, a
+// line of another form); `why_not` says which, for the log.
+struct DrainCheck {
+  bool may_drain = false;
+  std::string why_not;
+};
+DrainCheck check_drained_nodes(std::uint32_t job, int exit_code, std::string_view reply);
+
 // The name of the record of job `job` on node `node` in the plugin's state directory;
 // throws dl::InputError when `node` is not a plain host name.
 std::string node_record_name(std::string_view node, std::uint32_t job);

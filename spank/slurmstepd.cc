@@ -184,7 +184,8 @@ int run_slurm_tool(const std::string& tool, const std::vector<std::string>& args
   spec.clean_env = true;
   spec.merge_stderr = true;
   spec.timeout = std::chrono::seconds(20);
-  spec.max_output = std::size_t{1} << 20;
+  // One byte over the bound read: a reply that long is known to be cut.
+  spec.max_output = kMaxDrainedNodesReply + 1;
   const CommandResult r = run_command(spec);
   if (out) *out = r.out;
   return exit_code_of(r.status);
@@ -225,11 +226,11 @@ void record_step(spank_t sp) {
   if (spank_get_item(sp, S_JOB_NODEID, &index) == ESPANK_SUCCESS && index > 0) {
     std::this_thread::sleep_for(std::chrono::seconds(std::min<std::uint32_t>(index, 30)));
   }
-  std::string nodes;
-  run_slurm_tool("scontrol", {"-o", "show", "nodes"}, &nodes);
-  const std::string mark = fmt::format("slurm-dl: job {}:", job);
-  if (nodes.find(mark) != std::string::npos) {
-    log(LogLevel::info, "not draining {}: a node was drained for job {} already", *node, job);
+  std::string drained;
+  const int listed = run_slurm_tool("sinfo", {"-h", "-N", "-t", "drain", "-o", "%N|%E"}, &drained);
+  const DrainCheck check = check_drained_nodes(job, listed, drained);
+  if (!check.may_drain) {
+    log(LogLevel::info, "not draining {} for job {}: {}", *node, job, check.why_not);
     return;
   }
   const int rc = run_slurm_tool(

@@ -14,6 +14,7 @@ teardown() {
   cancel_all
   runuser -u dltest -- env SLURM_CONF="$SLURM_CONF" scancel --quiet -u dltest 2>/dev/null || true
   [ ! -f "$BATS_TEST_TMPDIR/plugstack.conf" ] || drain_off
+  [ -z "${padded:-}" ] || "$DL_ROOT/scripts/minicluster" down --dir "$padded" >/dev/null 2>&1 || true
 }
 
 drain_dir() { echo "$(dirname "$SLURM_CONF")/drain-$$"; }
@@ -171,4 +172,25 @@ check_hang() {
   [ "$(drained | wc -l)" = 1 ]
   drained | grep -q " slurm-dl: job $all: steps 0,1 ended with this node as the culprit (dlrun exit 77)\$"
   scontrol show hostnames "$(job_field "$all" NodeList)" | grep -qx "$(drained | cut -d' ' -f1)"
+}
+
+@test "drain_after on a cluster of 1,200 more nodes: a job whose every task fails drains one node" {
+  # A second cluster, whose node list (scontrol -o show nodes) is over 1 MiB, its own
+  # nodes last.
+  padded="$DL_BUILD_DIR/test-clusters/padded" # munged must reach it
+  rm -rf "$padded/drain"
+  "$DL_ROOT/scripts/minicluster" up --dir "$padded" --port-base $((${DL_MINICLUSTER_PORT_BASE:-16800} + 1100)) \
+    --nodes 2 --padding-nodes 1200 --spank-args "drain_after=2 drain_state_dir=$padded/drain" >/dev/null
+  export SLURM_CONF=$padded/slurm.conf
+  [ "$(scontrol -o show nodes | wc -c)" -gt $((1 << 20)) ]
+  cd /home/dltest
+  job=$(as_dltest sbatch --parsable -N2 --dl-gpus=2 -o /dev/null --wrap \
+    "export DL_JOB_LAUNCHER=1; for i in 1 2 3 4; do srun -N2 -n2 sh -c 'exit 77'; done")
+  wait_state "$job" 'COMPLETED|FAILED' 60
+  wait_until 30 '[ -n "$(drained)" ]'
+  # The second node checks a second after the first.
+  sleep 3
+  [ "$(drained | wc -l)" = 1 ]
+  drained | grep -q "^n[12] slurm-dl: job $job: steps 0,1 ended with this node as the culprit (dlrun exit 77)\$"
+  grep -q "not draining n[12] for job $job: node n[12] was drained for job $job already" "$padded"/log/slurmd*.log
 }

@@ -73,5 +73,31 @@ TEST(Drain, RecordNamesArePlainNodeNames) {
   }
 }
 
+TEST(Drain, ANodeDrainedForTheJobAlreadyForbidsASecond) {
+  const std::string others = "n1|Kill task failed\nn7|slurm-dl: job 47: steps 0,1 ended\n";
+  EXPECT_TRUE(check_drained_nodes(4711, 0, others).may_drain);
+  EXPECT_TRUE(check_drained_nodes(4711, 0, "").may_drain);
+  const DrainCheck c = check_drained_nodes(
+      4711, 0, others + "n3|slurm-dl: job 4711: steps 3,4 ended with this node as the culprit\n");
+  EXPECT_FALSE(c.may_drain);
+  EXPECT_EQ(c.why_not, "node n3 was drained for job 4711 already");
+  // Only the reason counts: a user's words elsewhere in it do not.
+  EXPECT_TRUE(check_drained_nodes(4711, 0, "n3|admin: slurm-dl: job 4711: x\n").may_drain);
+}
+
+TEST(Drain, AnUncertainAnswerForbidsDraining) {
+  const DrainCheck failed = check_drained_nodes(4711, 1, "");
+  EXPECT_FALSE(failed.may_drain);
+  EXPECT_EQ(failed.why_not, "sinfo exited with 1");
+  const DrainCheck cut = check_drained_nodes(4711, 0, std::string(kMaxDrainedNodesReply + 1, 'x'));
+  EXPECT_FALSE(cut.may_drain);
+  EXPECT_EQ(cut.why_not, "sinfo's reply is over 1048576 bytes");
+  const DrainCheck odd =
+      check_drained_nodes(4711, 0, "n1|Kill task failed\nsinfo: error: Socket timed out\n");
+  EXPECT_FALSE(odd.may_drain);
+  EXPECT_EQ(odd.why_not, "sinfo replied 'sinfo: error: Socket timed out', not '<node>|<reason>'");
+  EXPECT_FALSE(check_drained_nodes(4711, 0, "|reason\n").may_drain);
+}
+
 }  // namespace
 }  // namespace dl
