@@ -95,13 +95,17 @@ job_comment() { scontrol show job "$1" | sed -n 's/^ *Comment=//p'; }
 # spank_dl.so with more plugstack arguments ($1) for one test (slurmstepd, srun and sbatch
 # read plugstack.conf at each start); plugstack_restore puts the cluster's line back.
 plugstack() { echo "$(dirname "$SLURM_CONF")/plugstack.conf"; }
+# Both replace the file by a rename: slurmd's job epilog (`slurmstepd spank epilog`)
+# reads it at any job's end, and a half-written one fails the epilog, which drains the node.
 plugstack_with() {
   cp "$(plugstack)" "$BATS_TEST_TMPDIR/plugstack.conf"
-  sed -i "s|spank_dl.so |spank_dl.so $1 |" "$(plugstack)"
+  sed "s|spank_dl.so |spank_dl.so $1 |" "$BATS_TEST_TMPDIR/plugstack.conf" >"$(plugstack).new"
+  mv "$(plugstack).new" "$(plugstack)"
 }
 plugstack_restore() {
   [ -f "$BATS_TEST_TMPDIR/plugstack.conf" ] || return 0
-  cp "$BATS_TEST_TMPDIR/plugstack.conf" "$(plugstack)"
+  cp "$BATS_TEST_TMPDIR/plugstack.conf" "$(plugstack).new"
+  mv "$(plugstack).new" "$(plugstack)"
   rm -f "$BATS_TEST_TMPDIR/plugstack.conf"
 }
 
