@@ -33,7 +33,7 @@ struct Nvml::Library {
   const char* (*error_string)(Return) = nullptr;
 };
 
-std::optional<Nvml> Nvml::load(std::string& why) {
+std::optional<Nvml> Nvml::load(const std::vector<unsigned>& minors, std::string& why) {
   void* so = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
   if (!so) {
     why = dlerror();
@@ -55,29 +55,40 @@ std::optional<Nvml> Nvml::load(std::string& why) {
   bind(lib->utilization, "nvmlDeviceGetUtilizationRates");
   bind(lib->memory, "nvmlDeviceGetMemoryInfo");
   bind(lib->error_string, "nvmlErrorString");
-  if (!complete) return std::nullopt;
+  if (!complete) {
+    dlclose(so);
+    return std::nullopt;
+  }
   if (const Return rc = lib->init(); rc != 0) {
     why = fmt::format("nvmlInit: {}", lib->error_string(rc));
     return std::nullopt;
   }
-  return Nvml(std::move(lib));
-}
-
-std::vector<GpuSample> Nvml::sample(const std::vector<unsigned>& minors) const {
-  std::vector<GpuSample> out;
   unsigned count = 0;
-  if (lib_->count(&count) != 0) return out;
+  if (const Return rc = lib->count(&count); rc != 0) {
+    why = fmt::format("nvmlDeviceGetCount: {}", lib->error_string(rc));
+    return std::nullopt;
+  }
+  std::vector<std::pair<unsigned, Device>> devices;
   for (unsigned want : minors) {
     for (unsigned i = 0; i < count; ++i) {
       Device d = nullptr;
       unsigned minor = 0;
-      if (lib_->by_index(i, &d) != 0 || lib_->minor(d, &minor) != 0 || minor != want) continue;
-      Utilization u{};
-      Memory m{};
-      if (lib_->utilization(d, &u) == 0 && lib_->memory(d, &m) == 0) {
-        out.push_back({minor, std::min(u.gpu, 100u), m.used, m.total});
+      if (lib->by_index(i, &d) == 0 && lib->minor(d, &minor) == 0 && minor == want) {
+        devices.emplace_back(minor, d);
+        break;
       }
-      break;
+    }
+  }
+  return Nvml(std::move(lib), std::move(devices));
+}
+
+std::vector<GpuSample> Nvml::sample() const {
+  std::vector<GpuSample> out;
+  for (const auto& [minor, d] : devices_) {
+    Utilization u{};
+    Memory m{};
+    if (lib_->utilization(d, &u) == 0 && lib_->memory(d, &m) == 0) {
+      out.push_back({minor, std::min(u.gpu, 100u), m.used, m.total});
     }
   }
   return out;

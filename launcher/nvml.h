@@ -6,6 +6,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "launcher/gpu_usage.h"
@@ -14,19 +15,22 @@ namespace dl {
 
 class Nvml {
  public:
-  // nullopt, with the reason in `why`, when the library is missing or nvmlInit fails.
-  static std::optional<Nvml> load(std::string& why);
-
-  // The devices whose minor numbers are in `minors`, in that order. NVML numbers devices
-  // its own way, and in a task whose devices Slurm constrains CUDA renumbers them too; the
+  // The devices whose minor numbers are in `minors`, found once. NVML numbers devices its
+  // own way, and in a task whose devices Slurm constrains CUDA renumbers them too; the
   // minor number (/dev/nvidia<N>) is what Slurm's GPU index names. A device NVML cannot
-  // query (another job's, behind the device cgroup) is left out.
-  std::vector<GpuSample> sample(const std::vector<unsigned>& minors) const;
+  // open (another job's, behind the device cgroup) is left out. nullopt, with the reason
+  // in `why`, when the library is missing or nvmlInit fails.
+  static std::optional<Nvml> load(const std::vector<unsigned>& minors, std::string& why);
+
+  // One sample of each of those devices; one that cannot be queried now is left out.
+  std::vector<GpuSample> sample() const;
 
  private:
   struct Library;
-  explicit Nvml(std::shared_ptr<const Library> lib) : lib_(std::move(lib)) {}
+  Nvml(std::shared_ptr<const Library> lib, std::vector<std::pair<unsigned, void*>> devices)
+      : lib_(std::move(lib)), devices_(std::move(devices)) {}
   std::shared_ptr<const Library> lib_;
+  std::vector<std::pair<unsigned, void*>> devices_;  // minor number, NVML handle
 };
 
 }  // namespace dl

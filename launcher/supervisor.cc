@@ -191,7 +191,6 @@ class Supervisor {
   // The node's first rank: the step's GPUs on this node (--gpu-interval).
   void start_gpu_sampling();
   std::optional<Nvml> nvml_;
-  std::vector<unsigned> gpus_;
   Steady::time_point next_gpu_sample_;
 };
 
@@ -339,10 +338,11 @@ void Supervisor::connect_to_rank0() {
 }
 
 void Supervisor::start_gpu_sampling() {
-  gpus_ = slurm_gpu_indices(std::getenv("SLURM_STEP_GPUS"), std::getenv("SLURM_JOB_GPUS"));
-  if (gpus_.empty()) return;
+  const std::vector<unsigned> gpus =
+      slurm_gpu_indices(std::getenv("SLURM_STEP_GPUS"), std::getenv("SLURM_JOB_GPUS"));
+  if (gpus.empty()) return;
   std::string why;
-  nvml_ = Nvml::load(why);
+  nvml_ = Nvml::load(gpus, why);
   if (!nvml_) log(LogLevel::verbose, "no GPU figures: {}", why);
 }
 
@@ -754,7 +754,7 @@ void Supervisor::tick(Steady::time_point now) {
   }
   if (nvml_ && !end_code_ && now >= next_gpu_sample_) {
     next_gpu_sample_ = now + options_.gpu_interval;
-    if (const auto samples = nvml_->sample(gpus_); !samples.empty()) {
+    if (const auto samples = nvml_->sample(); !samples.empty()) {
       Message m;
       m.kind = MsgKind::gpu;
       m.text = format_gpu_samples(samples);
