@@ -160,6 +160,7 @@ Options Options::from_env(const std::string& dir) {
 
 struct Checkpointer::Impl {
   Options opt;
+  sys::Fd dir;  // opt.dir, opened and checked once: saves never walk its path again
   SaveSlot slot;
   std::thread worker;
   // Host copies of the last async save's bytes, reused while the sizes stay the same so
@@ -211,7 +212,6 @@ sys::Fd open_staging(const sys::Fd& dir, const std::string& name, bool alone, bo
 std::string Checkpointer::Impl::persist(const Prepared& p) {
   const Manifest& skeleton = p.fragment;
   const unsigned rank = opt.rank;
-  const sys::Fd dir = sys::open_dir(opt.dir);
   const std::string staging_name = staging_dir_name(skeleton.step, opt.run_id);
   const std::string shard_name = shard_file_name(rank, opt.world_size);
   const std::string fragment_name = fragment_file_name(rank, opt.world_size);
@@ -309,7 +309,7 @@ void Checkpointer::Impl::commit(const Manifest& own, const sys::Fd& dir, const s
     sys::fsync_fd(dir);
     remove_step_dir(dir, staging_name, step);
   }
-  const std::vector<StepDir> steps = committed_steps(opt.dir);
+  const std::vector<StepDir> steps = committed_steps(dir);
   if (steps.empty() || steps.front().step <= step) write_latest(dir, step);
   dl::log(LogLevel::verbose, "checkpoint {} committed", final_path);
 
@@ -343,7 +343,7 @@ void Checkpointer::Impl::clean_up(const sys::Fd& dir, std::uint64_t committed_st
 
 void Checkpointer::Impl::apply_retention() {
   if (opt.retention.keep_last == 0) return;
-  for (const std::string& path : prune(opt.dir, opt.retention)) {
+  for (const std::string& path : prune(dir, opt.retention, false)) {
     dl::log(LogLevel::verbose, "checkpoint {} removed by the retention policy", path);
   }
 }
@@ -366,7 +366,8 @@ Checkpointer::Checkpointer(Options options) : impl_(std::make_unique<Impl>()) {
     throw InputError("the checkpoint commit timeout must be positive");
   }
   sys::make_dirs(o.dir);
-  if (::access(o.dir.c_str(), W_OK | X_OK) != 0) {
+  impl_->dir = open_own_dir(o.dir);
+  if (::faccessat(impl_->dir.get(), ".", W_OK | X_OK, 0) != 0) {
     throw SystemError(
         fmt::format("checkpoint directory {} is not writable: {}", o.dir, std::strerror(errno)));
   }

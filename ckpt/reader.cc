@@ -72,6 +72,16 @@ Metadata metadata_of(const Manifest& m) {
 
 std::string shape_str(const Shape& s) { return fmt::format("[{}]", fmt::join(s, ", ")); }
 
+// The checkpoint directory `dir` held open: CorruptError if it is not a directory,
+// SystemError if it cannot be opened.
+sys::Fd open_checkpoint_dir(const std::string& dir) {
+  const sys::FileType type = sys::file_type(dir);
+  if (type != sys::FileType::directory && type != sys::FileType::missing) {
+    throw CorruptError(fmt::format("{}: not a directory", dir));
+  }
+  return sys::open_dir(dir);
+}
+
 }  // namespace
 
 Reader::Reader(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -79,10 +89,19 @@ Reader::Reader(Reader&&) noexcept = default;
 Reader& Reader::operator=(Reader&&) noexcept = default;
 Reader::~Reader() = default;
 
+// Opens a Reader on a step directory already held open.
+struct ReaderAccess {
+  static Reader open(sys::Fd step_dir, const std::string& path, Verify level);
+};
+
 Reader Reader::open(const std::string& step_dir, Verify level) {
-  auto impl = std::make_unique<Impl>();
-  impl->path = step_dir;
-  impl->dir = open_step_dir(step_dir);
+  return ReaderAccess::open(open_step_dir(step_dir), step_dir, level);
+}
+
+Reader ReaderAccess::open(sys::Fd step_dir, const std::string& path, Verify level) {
+  auto impl = std::make_unique<Reader::Impl>();
+  impl->path = path;
+  impl->dir = std::move(step_dir);
   impl->manifest = read_manifest(impl->dir);
   impl->meta = metadata_of(impl->manifest);
   for (const ShardEntry& s : impl->manifest.shards) check_shard_size(impl->dir, s);
@@ -249,6 +268,10 @@ std::optional<std::string> latest_valid(const std::string& dir, Verify level) {
 }
 
 std::vector<CheckpointInfo> list_checkpoints(const std::string& dir, Verify level) {
+  return list_checkpoints(open_checkpoint_dir(dir), level);
+}
+
+std::vector<CheckpointInfo> list_checkpoints(const sys::Fd& dir, Verify level) {
   std::vector<StepDir> steps = committed_steps(dir);
   std::reverse(steps.begin(), steps.end());
   const std::optional<std::string> latest = read_latest(dir);
@@ -259,14 +282,15 @@ std::vector<CheckpointInfo> list_checkpoints(const std::string& dir, Verify leve
     info.step = s.step;
     info.latest = latest && *latest == step_dir_name(s.step);
     try {
-      const Manifest m = read_manifest(s.path);
+      sys::Fd step_dir = open_step_dir(dir, sys::base_name(s.path));
+      const Manifest m = read_manifest(step_dir);
       info.meta = metadata_of(m);
       info.world_size = m.world_size;
       info.created_unix = m.created_unix;
       info.bytes = total_bytes(m);
       info.tensors = m.tensors.size();
       info.writer = m.writer;
-      Reader::open(s.path, level);
+      ReaderAccess::open(std::move(step_dir), s.path, level);
       info.valid = true;
     } catch (const CorruptError& e) {
       info.problem = e.what();
@@ -280,6 +304,11 @@ std::vector<CheckpointInfo> list_checkpoints(const std::string& dir, Verify leve
 
 std::vector<std::string> prune(const std::string& dir, const Retention& policy, bool dry_run) {
   validate_retention(policy);
+  return prune(open_checkpoint_dir(dir), policy, dry_run);
+}
+
+std::vector<std::string> prune(const sys::Fd& dir, const Retention& policy, bool dry_run) {
+  validate_retention(policy);
   std::vector<RetentionEntry> entries;
   std::map<std::uint64_t, std::string> paths;
   for (const CheckpointInfo& c : list_checkpoints(dir, Verify::metadata)) {
@@ -290,7 +319,8 @@ std::vector<std::string> prune(const std::string& dir, const Retention& policy, 
   // --resume-verify=full): that one must survive whatever the metadata check says.
   const auto passes_resume_check = [&](std::uint64_t step) {
     try {
-      Reader::open(paths.at(step), Verify::full);
+      ReaderAccess::open(open_step_dir(dir, sys::base_name(paths.at(step))), paths.at(step),
+                         Verify::full);
       return true;
     } catch (const CorruptError& e) {
       log(LogLevel::warning, "checkpoint {} is unusable, retention keeps an older one: {}",
@@ -303,7 +333,7 @@ std::vector<std::string> prune(const std::string& dir, const Retention& policy, 
   };
   std::vector<std::string> removed;
   for (std::uint64_t step : steps_to_remove(entries, policy, passes_resume_check)) {
-    if (!dry_run) remove_step_dir(dir, paths.at(step), step);
+    if (!dry_run) remove_step_dir(dir, sys::base_name(paths.at(step)), step);
     removed.push_back(paths.at(step));
   }
   return removed;

@@ -2,9 +2,12 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 
 #include "ckpt/names.h"
 #include "core/error.h"
@@ -17,18 +20,42 @@ std::vector<StepDir> committed_steps(const std::string& dir) {
   if (type != sys::FileType::directory && type != sys::FileType::missing) {
     throw CorruptError(fmt::format("{}: not a directory", dir));
   }
+  return committed_steps(sys::open_dir(dir));
+}
+
+std::vector<StepDir> committed_steps(const sys::Fd& dir) {
   std::vector<StepDir> steps;
-  const sys::Fd fd = sys::open_dir(dir);
-  for (const std::string& name : sys::list_dir_fd(fd)) {
+  for (const std::string& name : sys::list_dir_fd(dir)) {
     const auto step = parse_step_dir_name(name);
     if (!step) continue;
-    if (sys::file_type_at(fd, name) == sys::FileType::directory) {
-      steps.push_back({*step, sys::join(dir, name)});
+    if (sys::file_type_at(dir, name) == sys::FileType::directory) {
+      steps.push_back({*step, sys::join(dir.path(), name)});
     }
   }
   std::sort(steps.begin(), steps.end(),
             [](const StepDir& a, const StepDir& b) { return a.step > b.step; });
   return steps;
+}
+
+sys::Fd open_own_dir(const std::string& path) {
+  sys::Fd dir = sys::open_dir(path);
+  struct stat st;
+  if (::fstat(dir.get(), &st) != 0) {
+    throw SystemError(fmt::format("couldn't stat {}: {}", path, std::strerror(errno)));
+  }
+  if (st.st_uid != ::geteuid()) {
+    throw SystemError(fmt::format(
+        "refusing checkpoint directory {}: owned by uid {}, not by this user (uid {}); its "
+        "owner could replace the checkpoints in it",
+        path, st.st_uid, ::geteuid()));
+  }
+  if ((st.st_mode & S_IWOTH) && !(st.st_mode & S_ISVTX)) {
+    throw SystemError(fmt::format(
+        "refusing checkpoint directory {}: mode {:o} lets every user rename the checkpoints "
+        "in it (chmod o-w, or +t)",
+        path, st.st_mode & 07777));
+  }
+  return dir;
 }
 
 sys::Fd open_step_dir(const std::string& step_dir) {
@@ -48,6 +75,15 @@ sys::Fd open_step_dir(const std::string& step_dir) {
     return sys::open_at(sys::open_dir(sys::parent_dir(p)), sys::base_name(p),
                         O_RDONLY | O_DIRECTORY);
   } catch (const SystemError& e) {
+    throw CorruptError(e.what());
+  }
+}
+
+sys::Fd open_step_dir(const sys::Fd& dir, const std::string& name) {
+  try {
+    return sys::open_at(dir, name, O_RDONLY | O_DIRECTORY);
+  } catch (const SystemError& e) {
+    if (sys::file_type_at(dir, name) == sys::FileType::missing) throw;
     throw CorruptError(e.what());
   }
 }
@@ -78,7 +114,10 @@ Manifest read_manifest(const sys::Fd& dir) {
 
 std::optional<std::string> read_latest(const std::string& dir) {
   if (sys::file_type(dir) == sys::FileType::missing) return std::nullopt;
-  const sys::Fd fd = sys::open_dir(dir);
+  return read_latest(sys::open_dir(dir));
+}
+
+std::optional<std::string> read_latest(const sys::Fd& fd) {
   if (sys::file_type_at(fd, kLatestName) != sys::FileType::file) return std::nullopt;
   std::string text;
   try {

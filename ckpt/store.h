@@ -2,6 +2,8 @@
 // removal that never leaves a half-deleted checkpoint visible.
 #pragma once
 
+#include <dl/ckpt.h>
+
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -25,10 +27,20 @@ inline constexpr std::size_t kMaxManifestBytes = std::size_t{1} << 30;
 // named like a step is not one). Throws SystemError if `dir` cannot be listed,
 // CorruptError if it is not a directory.
 std::vector<StepDir> committed_steps(const std::string& dir);
+// The same in the directory held open (paths are under dir.path()).
+std::vector<StepDir> committed_steps(const sys::Fd& dir);
+
+// The checkpoint directory `path` held open for the saves of a run, which reach it
+// through this descriptor only: swapping the path afterwards changes nothing. Refused
+// (SystemError) unless it is this user's and not writable by every user (unless sticky):
+// nobody outside the user's group may rename the checkpoints in it.
+sys::Fd open_own_dir(const std::string& path);
 
 // The step directory `path` held open, refusing a link at its last component (which is
 // followed only when the path ends in '/').
 sys::Fd open_step_dir(const std::string& path);
+// The step directory `name` inside `dir`, refusing a link.
+sys::Fd open_step_dir(const sys::Fd& dir, const std::string& name);
 
 // Parses step_dir/manifest.json; CorruptError if it is missing, not a regular file (a
 // link, a FIFO, a device), larger than kMaxManifestBytes or invalid, or if it names
@@ -38,6 +50,7 @@ Manifest read_manifest(const sys::Fd& step_dir);
 
 // The step directory name DIR/latest holds, if any (nothing for a link or non-file).
 std::optional<std::string> read_latest(const std::string& dir);
+std::optional<std::string> read_latest(const sys::Fd& dir);
 void write_latest(const std::string& dir, std::uint64_t step);
 void write_latest(const sys::Fd& dir, std::uint64_t step);
 
@@ -45,5 +58,9 @@ void write_latest(const sys::Fd& dir, std::uint64_t step);
 // (fsyncing `dir`), then deletes its files without following any link.
 void remove_step_dir(const std::string& dir, const std::string& path, std::uint64_t step);
 void remove_step_dir(const sys::Fd& dir, const std::string& name, std::uint64_t step);
+
+// list_checkpoints() and prune() in the directory held open (defined with them).
+std::vector<CheckpointInfo> list_checkpoints(const sys::Fd& dir, Verify level);
+std::vector<std::string> prune(const sys::Fd& dir, const Retention& policy, bool dry_run);
 
 }  // namespace dl::ckpt

@@ -196,6 +196,7 @@ class Reader {
 
  private:
   struct Impl;
+  friend struct ReaderAccess;
   explicit Reader(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };

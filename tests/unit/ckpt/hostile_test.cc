@@ -124,6 +124,56 @@ TEST(CkptHostile, PruneAndCleanUpNeverDeleteThroughALink) {
   v.expect_intact();
 }
 
+TEST(CkptHostile, SavesKeepGoingToTheDirectoryFirstOpenedWhenItsPathIsSwapped) {
+  TempDir top;
+  TempDir elsewhere;
+  const Model m;
+  sys::make_dir(top / "ck");
+  Options o = options(top / "ck");
+  o.retention.keep_last = 1;
+  Checkpointer ckpt(o);
+  ckpt.save(m.state(100));
+  // Whoever may rename entries of `top` moves the directory away and puts a link to a
+  // directory of theirs in its place: the next save and its retention do not follow it.
+  ASSERT_EQ(::rename((top / "ck").c_str(), (top / "moved").c_str()), 0);
+  link(elsewhere.path(), top / "ck");
+  ckpt.save(m.state(200));
+  EXPECT_EQ(names_in(top / "moved"), (std::vector<std::string>{"latest", "step-000000200"}));
+  EXPECT_EQ(names_in(elsewhere.path()), std::vector<std::string>{});
+}
+
+TEST(CkptHostile, ACheckpointDirectoryOthersMayRenameInIsRefused) {
+  TempDir dir;
+  ASSERT_EQ(::chmod(dir.path().c_str(), 0777), 0);
+  try {
+    Checkpointer ckpt(options(dir.path()));
+    FAIL() << "a world-writable checkpoint directory was accepted";
+  } catch (const SystemError& e) {
+    EXPECT_STREQ(e.what(),
+                 ("refusing checkpoint directory " + dir.path() +
+                  ": mode 777 lets every user rename the checkpoints in it (chmod o-w, or +t)")
+                     .c_str());
+  }
+  ASSERT_EQ(::chmod(dir.path().c_str(), 01777), 0);  // sticky: only the owner renames
+  EXPECT_NO_THROW(Checkpointer ckpt(options(dir.path())));
+}
+
+TEST(CkptHostile, ACheckpointDirectoryOfAnotherUserIsRefused) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to give a directory away";
+  TempDir dir;
+  ASSERT_EQ(::chown(dir.path().c_str(), 4242, 4242), 0);
+  try {
+    Checkpointer ckpt(options(dir.path()));
+    FAIL() << "another user's checkpoint directory was accepted";
+  } catch (const SystemError& e) {
+    EXPECT_STREQ(e.what(), ("refusing checkpoint directory " + dir.path() +
+                            ": owned by uid 4242, not by this user (uid 0); its owner could "
+                            "replace the checkpoints in it")
+                               .c_str());
+  }
+  ASSERT_EQ(::chown(dir.path().c_str(), 0, 0), 0);  // TempDir removes it as its owner
+}
+
 TEST(CkptHostile, RemoveTreeRemovesLinksAsLinks) {
   Victim v;
   TempDir dir;
