@@ -189,32 +189,35 @@ sys::Fd connect_tcp(const std::string& address, std::uint16_t port,
 
 namespace {
 // One connection attempt to one address, bounded by `timeout`.
-bool connects(const addrinfo& ai, std::chrono::milliseconds timeout, std::string& why) {
+Reach connects(const addrinfo& ai, std::chrono::milliseconds timeout, std::string& why) {
   sys::Fd fd(socket(ai.ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
   if (!fd) fail("create a TCP socket");
-  if (connect(fd.get(), ai.ai_addr, ai.ai_addrlen) == 0) return true;
-  if (errno != EINPROGRESS) {
-    why = std::strerror(errno);
-    return false;
-  }
-  pollfd p{fd.get(), POLLOUT, 0};
-  int rc = 0;
-  while ((rc = poll(&p, 1, static_cast<int>(timeout.count()))) < 0 && errno == EINTR) {
-  }
-  if (rc == 0) {
-    why = fmt::format("no answer in {} ms", timeout.count());
-    return false;
-  }
   int err = 0;
-  socklen_t len = sizeof err;
-  if (rc < 0 || getsockopt(fd.get(), SOL_SOCKET, SO_ERROR, &err, &len) != 0) err = errno;
-  if (err != 0) why = std::strerror(err);
-  return err == 0;
+  if (connect(fd.get(), ai.ai_addr, ai.ai_addrlen) == 0) return Reach::answered;
+  if (errno != EINPROGRESS) {
+    err = errno;
+  } else {
+    pollfd p{fd.get(), POLLOUT, 0};
+    int rc = 0;
+    while ((rc = poll(&p, 1, static_cast<int>(timeout.count()))) < 0 && errno == EINTR) {
+    }
+    if (rc == 0) {
+      why = fmt::format("no answer in {} ms", timeout.count());
+      return Reach::silent;
+    }
+    socklen_t len = sizeof err;
+    if (rc < 0 || getsockopt(fd.get(), SOL_SOCKET, SO_ERROR, &err, &len) != 0) err = errno;
+    if (err == 0) return Reach::answered;
+  }
+  why = std::strerror(err);
+  const bool refused =
+      err == ECONNREFUSED || err == EHOSTUNREACH || err == ENETUNREACH || err == EHOSTDOWN;
+  return refused ? Reach::refused : Reach::silent;
 }
 }  // namespace
 
-bool tcp_answers(const std::string& host, std::uint16_t port, std::chrono::milliseconds timeout,
-                 std::string& why) {
+Reach tcp_reach(const std::string& host, std::uint16_t port, std::chrono::milliseconds timeout,
+                std::string& why) {
   addrinfo hints{};
   hints.ai_socktype = SOCK_STREAM;
   hints.ai_flags = AI_NUMERICSERV;
@@ -222,15 +225,23 @@ bool tcp_answers(const std::string& host, std::uint16_t port, std::chrono::milli
   const std::string service = std::to_string(port);
   if (const int rc = getaddrinfo(host.c_str(), service.c_str(), &hints, &found); rc != 0) {
     why = fmt::format("{}: {}", host, gai_strerror(rc));
-    return false;
+    return Reach::silent;
   }
   const AddrInfoPtr ai(found);
   // Every address of the name, as a client does: "localhost" is ::1 first on Debian 13,
-  // and a slurmd may listen on IPv4 only.
+  // and a slurmd may listen on IPv4 only. Refused only when every address refuses.
+  Reach reach = Reach::refused;
   for (const addrinfo* a = ai.get(); a; a = a->ai_next) {
-    if (connects(*a, timeout, why)) return true;
+    const Reach r = connects(*a, timeout, why);
+    if (r == Reach::answered) return r;
+    if (r == Reach::silent) reach = r;
   }
-  return false;
+  return reach;
+}
+
+bool tcp_answers(const std::string& host, std::uint16_t port, std::chrono::milliseconds timeout,
+                 std::string& why) {
+  return tcp_reach(host, port, timeout, why) == Reach::answered;
 }
 
 std::optional<Accepted> accept_connection(int listener) {

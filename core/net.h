@@ -44,10 +44,19 @@ std::string resolve(const std::string& host);
 sys::Fd connect_tcp(const std::string& address, std::uint16_t port,
                     std::chrono::milliseconds timeout);
 
-// Whether a TCP connection to `host` (a name or an address) and `port` is accepted within
-// `timeout` (a node's slurmd, say): false, with the reason in `why`, when the name does
-// not resolve, the connection is refused or nothing answers. Throws dl::SystemError only
-// when this host cannot make a socket: that is no evidence about the other one.
+// What one TCP connection attempt to `host` (a name or an address) and `port` found (a
+// node's slurmd, say), with the reason in `why` unless answered:
+//  - answered: the connection was accepted within `timeout`;
+//  - refused: the other host's kernel or the network said no (ECONNREFUSED: nothing
+//    listens; EHOSTUNREACH, ENETUNREACH, EHOSTDOWN: the host is gone), evidence that
+//    nobody on that host can make up;
+//  - silent: nothing within `timeout`, or a failure here (the name does not resolve, no
+//    local port): no evidence either way, since a full listen queue looks the same.
+// Throws dl::SystemError only when this host cannot make a socket.
+enum class Reach { answered, refused, silent };
+Reach tcp_reach(const std::string& host, std::uint16_t port, std::chrono::milliseconds timeout,
+                std::string& why);
+// tcp_reach(...) == Reach::answered.
 bool tcp_answers(const std::string& host, std::uint16_t port, std::chrono::milliseconds timeout,
                  std::string& why);
 

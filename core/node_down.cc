@@ -42,27 +42,30 @@ NodeLine parse_node_line(std::string_view text) {
   return n;
 }
 
-bool known_failed(const NodeLine& node) {
+bool known_down(const NodeLine& node) {
   for (const auto& s : node.states) {
-    if (s == "down" || s == "not_responding") return true;
+    if (s == "down") return true;
   }
   return false;
 }
 
-ProbeVerdict judge_probes(const std::vector<bool>& answered) {
-  if (answered.empty()) return ProbeVerdict::undecided;
-  const bool last = answered.back();
+ProbeVerdict judge_probes(const std::vector<net::Reach>& probes) {
+  if (probes.empty()) return ProbeVerdict::undecided;
+  const net::Reach last = probes.back();
+  if (last == net::Reach::silent) return ProbeVerdict::undecided;
   int run = 0;
-  for (auto it = answered.rbegin(); it != answered.rend() && *it == last; ++it) ++run;
-  if (last) return run >= kAliveAfterAnswers ? ProbeVerdict::alive : ProbeVerdict::undecided;
-  return run >= kDeadAfterMisses ? ProbeVerdict::dead : ProbeVerdict::undecided;
+  for (auto it = probes.rbegin(); it != probes.rend() && *it == last; ++it) ++run;
+  if (last == net::Reach::answered) {
+    return run >= kAliveAfterAnswers ? ProbeVerdict::alive : ProbeVerdict::undecided;
+  }
+  return run >= kDeadAfterRefusals ? ProbeVerdict::dead : ProbeVerdict::undecided;
 }
 
 std::string batch_host_down_reason(std::uint32_t job, const NodeLine& node, std::string_view from,
                                    int tries) {
   return fmt::format(
-      "slurm-dl: job {}: batch host lost the job's ranks and its slurmd ({}:{}) did not answer "
-      "{} {} times",
+      "slurm-dl: job {}: batch host lost the job's ranks and its slurmd ({}:{}) refused {} {} "
+      "times",
       job, node.address, node.port, from, tries);
 }
 

@@ -280,30 +280,39 @@ void check_batch_host(spank_t sp) {
   node_record_name(host, job);  // a plain host name, or InputError
   if (host == *self) return;
   NodeLine node = load_node_line(host);
-  if (known_failed(node)) {
-    log(LogLevel::info, "job {}: batch host {} is known to Slurm as failed already", job, host);
+  if (known_down(node)) {
+    log(LogLevel::info, "job {}: batch host {} is DOWN already", job, host);
     return;
   }
   std::string why;
-  std::vector<bool> answered;
+  std::vector<net::Reach> probes;
   ProbeVerdict verdict = ProbeVerdict::undecided;
   while (verdict == ProbeVerdict::undecided &&
-         answered.size() < static_cast<std::size_t>(kMaxProbes)) {
-    if (!answered.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(500));
-    answered.push_back(net::tcp_answers(node.address, node.port, std::chrono::seconds(1), why));
-    verdict = judge_probes(answered);
+         probes.size() < static_cast<std::size_t>(kMaxProbes)) {
+    if (!probes.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    // Long enough for a host that is gone to be reported unreachable (ARP gives up
+    // after about 3 s).
+    probes.push_back(net::tcp_reach(node.address, node.port, std::chrono::seconds(4), why));
+    verdict = judge_probes(probes);
   }
-  if (verdict != ProbeVerdict::dead) {
+  if (verdict == ProbeVerdict::alive) {
     log(LogLevel::info,
         "job {}: a task lost rank 0 or was killed, but batch host {}'s slurmd answers: not "
         "marking it DOWN",
         job, host);
     return;
   }
+  if (verdict == ProbeVerdict::undecided) {
+    log(LogLevel::info,
+        "job {}: a task lost rank 0 or was killed, and batch host {}'s slurmd neither answers "
+        "nor refuses ({}): leaving it to Slurm",
+        job, host, why);
+    return;
+  }
   // Another node of the job may have marked it in the meantime.
   node = load_node_line(host);
-  if (known_failed(node)) return;
-  const std::string reason = batch_host_down_reason(job, node, *self, kDeadAfterMisses);
+  if (known_down(node)) return;
+  const std::string reason = batch_host_down_reason(job, node, *self, kDeadAfterRefusals);
   if (const int rc = run_slurm_tool(
           "scontrol", {"update", "NodeName=" + host, "State=DOWN", "Reason=" + reason}, nullptr);
       rc != 0) {

@@ -270,7 +270,7 @@ down_reason() { sinfo -h -N -n "$1" -o '%E' | sort -u | grep '^slurm-dl: ' || tr
   "$DL_ROOT/scripts/minicluster" kill-node "$victim"
   # Marked by the plugin on the other node, not by slurmctld after SlurmdTimeout (whose
   # reason would be "Not responding", and then the plugin would leave the node alone).
-  wait_until 60 "down_reason $victim | grep -q \"^slurm-dl: job $job: batch host lost the job's ranks and its slurmd (.*) did not answer $other 3 times\$\""
+  wait_until 60 "down_reason $victim | grep -q \"^slurm-dl: job $job: batch host lost the job's ranks and its slurmd (.*) refused $other 3 times\$\""
   sinfo -h -N -n "$victim" -o '%T' | grep -q '^down'
   grep -q "marked node $victim DOWN (.*): slurm-dl: job $job: " "$(slurmd_log "$other")"
   wait_state "$job" COMPLETED 180
@@ -309,6 +309,32 @@ down_reason() { sinfo -h -N -n "$1" -o '%E' | sort -u | grep '^slurm-dl: ' || tr
   sleep 2
   ! grep -q "job $plain: " "$(slurmd_log "$second")" || false
   [ -z "$(down_reason "$first")" ]
+}
+
+@test "recovery 11b (hostile, as dlother): a batch host whose slurmd another user floods with idle connections is not marked DOWN" {
+  plugstack_with down_failed_batch_host=yes
+  cd /home/dltest
+  mapfile -t nodes < <(sinfo -h -N -o '%N' | sort -u)
+  first=${nodes[0]} second=${nodes[1]}
+  rm -f go
+  job=$(as_dltest sbatch --parsable -w "$first,$second" -N2 --ntasks-per-node=1 --dl-gpus=2 \
+    -o /dev/null --wrap "while [ ! -e go ]; do sleep 0.2; done; srun -N1 -n1 -w $second sh -c 'exit 78'")
+  wait_state "$job" RUNNING 60
+  IFS='|' read -r addr port _ < <(sinfo -h -N -n "$first" -O 'NodeAddr:|,Port:|' | head -n 1)
+  # Fewer seconds than slurmctld's own SlurmdTimeout (20 s here): Slurm itself would
+  # mark the node DOWN after that.
+  runuser -u dlother -- python3 - "$addr" "$port" 6000 12 <"$BATS_TEST_DIRNAME/flood_slurmd.py" >flood.out &
+  flood=$!
+  wait_until 20 'grep -q flooding flood.out'
+  sleep 2 # until the listen queue is full
+  touch go
+  # The check ran on the other node: slurmd answered after all, or was left to Slurm.
+  wait_until 40 "grep -Eq \"job $job: a task lost rank 0 or was killed, (but|and) batch host $first's slurmd\" \"$(slurmd_log "$second")\""
+  wait "$flood"
+  grep "job $job: " "$(slurmd_log "$second")" >&3 || true
+  [ -z "$(down_reason "$first")" ]
+  ! grep -q "marked node $first DOWN" "$(slurmd_log "$second")" || false
+  wait_state "$job" 'COMPLETED|FAILED' 60
 }
 
 @test "recovery 12: the batch host of the PyTorch DDP example killed (down_failed_batch_host=yes): requeued at once, resumed on the other nodes, equal to the reference" {

@@ -12,17 +12,19 @@ TEST(NodeDown, ParsesTheFirstLineOfSinfo) {
   EXPECT_EQ(n.address, "127.0.0.1");
   EXPECT_EQ(n.port, 30001);
   EXPECT_EQ(n.states, std::vector<std::string>{"idle"});
-  EXPECT_FALSE(known_failed(n));
+  EXPECT_FALSE(known_down(n));
   EXPECT_EQ(parse_node_line("node7.cluster|6818|mixed+drain|").states,
             (std::vector<std::string>{"mixed", "drain"}));
 }
 
-TEST(NodeDown, DownOrNotRespondingIsKnownToSlurmAlready) {
-  EXPECT_TRUE(known_failed(parse_node_line("10.0.0.2|6818|down+drain|")));
-  EXPECT_TRUE(known_failed(parse_node_line("10.0.0.2|6818|allocated+not_responding|")));
-  EXPECT_FALSE(known_failed(parse_node_line("10.0.0.2|6818|allocated+drain|")));
+TEST(NodeDown, OnlyDownIsKnownToSlurmAlready) {
+  EXPECT_TRUE(known_down(parse_node_line("10.0.0.2|6818|down+drain|")));
+  // Not responding to slurmctld's pings: a slurmd busy with a user's idle connections
+  // looks the same, so it is not taken as evidence.
+  EXPECT_FALSE(known_down(parse_node_line("10.0.0.2|6818|allocated+not_responding|")));
+  EXPECT_FALSE(known_down(parse_node_line("10.0.0.2|6818|allocated+drain|")));
   // "down" only as a whole state: a word that contains it is not one.
-  EXPECT_FALSE(known_failed(parse_node_line("10.0.0.2|6818|powered_down|")));
+  EXPECT_FALSE(known_down(parse_node_line("10.0.0.2|6818|powered_down|")));
 }
 
 TEST(NodeDown, RejectsAnythingElse) {
@@ -34,27 +36,42 @@ TEST(NodeDown, RejectsAnythingElse) {
   }
 }
 
-TEST(NodeDown, ProbesJudgeByTheLastRunOfAnswersOrMisses) {
+TEST(NodeDown, ProbesJudgeByTheLastRunOfAnswersOrRefusals) {
   using V = ProbeVerdict;
+  constexpr net::Reach a = net::Reach::answered;
+  constexpr net::Reach r = net::Reach::refused;
   EXPECT_EQ(judge_probes({}), V::undecided);
-  EXPECT_EQ(judge_probes({false}), V::undecided);
-  EXPECT_EQ(judge_probes({false, false}), V::undecided);
-  EXPECT_EQ(judge_probes({false, false, false}), V::dead);
-  EXPECT_EQ(judge_probes({true}), V::undecided);
-  EXPECT_EQ(judge_probes({true, true}), V::alive);
+  EXPECT_EQ(judge_probes({r}), V::undecided);
+  EXPECT_EQ(judge_probes({r, r}), V::undecided);
+  EXPECT_EQ(judge_probes({r, r, r}), V::dead);
+  EXPECT_EQ(judge_probes({a}), V::undecided);
+  EXPECT_EQ(judge_probes({a, a}), V::alive);
   // A dying node: its slurmd still accepted the first connection.
-  EXPECT_EQ(judge_probes({true, false}), V::undecided);
-  EXPECT_EQ(judge_probes({true, false, false, false}), V::dead);
-  // A miss among answers (a slurmd busy for a moment) does not count against it.
-  EXPECT_EQ(judge_probes({false, false, true}), V::undecided);
-  EXPECT_EQ(judge_probes({false, false, true, true}), V::alive);
-  EXPECT_EQ(judge_probes({false, true, false, false}), V::undecided);
+  EXPECT_EQ(judge_probes({a, r}), V::undecided);
+  EXPECT_EQ(judge_probes({a, r, r, r}), V::dead);
+  // A refusal among answers (a slurmd restarting) does not count against it.
+  EXPECT_EQ(judge_probes({r, r, a}), V::undecided);
+  EXPECT_EQ(judge_probes({r, r, a, a}), V::alive);
+  EXPECT_EQ(judge_probes({r, a, r, r}), V::undecided);
+}
+
+TEST(NodeDown, SilenceNeverDecides) {
+  using V = ProbeVerdict;
+  constexpr net::Reach a = net::Reach::answered;
+  constexpr net::Reach r = net::Reach::refused;
+  constexpr net::Reach s = net::Reach::silent;
+  // A listen queue filled by a user's idle connections: no answer in time, every time.
+  EXPECT_EQ(judge_probes(std::vector<net::Reach>(kMaxProbes, s)), V::undecided);
+  EXPECT_EQ(judge_probes({r, r, s}), V::undecided);
+  EXPECT_EQ(judge_probes({r, s, r, r}), V::undecided);
+  EXPECT_EQ(judge_probes({s, r, r, r}), V::dead);
+  EXPECT_EQ(judge_probes({a, s, a}), V::undecided);
 }
 
 TEST(NodeDown, TheReasonNamesTheJobTheNodesAndTheEvidence) {
   EXPECT_EQ(batch_host_down_reason(4711, parse_node_line("127.0.0.1|6818|mixed|"), "n2", 3),
             "slurm-dl: job 4711: batch host lost the job's ranks and its slurmd "
-            "(127.0.0.1:6818) did not answer n2 3 times");
+            "(127.0.0.1:6818) refused n2 3 times");
 }
 
 }  // namespace
