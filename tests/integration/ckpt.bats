@@ -206,14 +206,20 @@ EOF
   [ "$output" = "loaded step 1 from world size 1" ]
 }
 
-@test "ckpt: an unwritable directory is a clear error" {
+@test "ckpt: an unwritable directory or another user's is a clear error" {
   shared=$(mktemp -d /tmp/dl-ckpt-perm.XXXXXX)
   chmod 755 "$shared"
-  mkdir "$shared/ck"
+  mkdir "$shared/mine" "$shared/ck"
+  chown dltest "$shared/mine"
+  chmod 555 "$shared/mine"
+  run runuser -u dltest -- "$writer" save --dir "$shared/mine" --step 1
+  echo "$output"
+  [ "$status" -eq 1 ]
+  [ "$output" = "ckpt_writer: checkpoint directory $shared/mine is not writable: Permission denied" ]
   run runuser -u dltest -- "$writer" save --dir "$shared/ck" --step 1
   echo "$output"
   [ "$status" -eq 1 ]
-  [ "$output" = "ckpt_writer: checkpoint directory $shared/ck is not writable: Permission denied" ]
+  [ "$output" = "ckpt_writer: refusing checkpoint directory $shared/ck: owned by uid 0, not by this user (uid $(id -u dltest)); its owner could replace the checkpoints in it" ]
   run runuser -u dltest -- "$writer" save --dir "$shared/ck/sub" --step 1
   [ "$status" -eq 1 ]
   [ "$output" = "ckpt_writer: couldn't create directory $shared/ck/sub: Permission denied" ]
