@@ -273,10 +273,58 @@ std::vector<Reshape> plan_reshapes(std::vector<Waiting> waiting, std::size_t& lo
   return out;
 }
 
+// Whether the job's association and QOS limits let it run in `to`'s nodes and CPUs now,
+// as Slurm's scheduler checks a job it has found nodes for
+// (acct_policy_job_runnable_post_select, here with the TRES counts of the new shape);
+// `reason` says which limit when not. That check records its verdict in the job, which
+// keeps its own: its state reason is put back.
+bool limits_allow(job_record_t* job, const Shape& to, std::uint32_t cpus, std::string& reason) {
+  std::vector<std::uint64_t> tres(job->tres_req_cnt, job->tres_req_cnt + slurmctld_tres_cnt);
+  const std::uint64_t old_nodes = tres[TRES_ARRAY_NODE];
+  tres[TRES_ARRAY_NODE] = to.nodes_min;
+  tres[TRES_ARRAY_CPU] = std::uint64_t{to.nodes_min} * to.gpus_per_node * cpus;
+  // Memory per node scales with the nodes; per CPU, with the CPUs.
+  const std::uint64_t mem = job->details->pn_min_memory;
+  if (mem & MEM_PER_CPU) {
+    tres[TRES_ARRAY_MEM] = (mem & ~MEM_PER_CPU) * tres[TRES_ARRAY_CPU];
+  } else if (old_nodes > 0) {
+    tres[TRES_ARRAY_MEM] = tres[TRES_ARRAY_MEM] / old_nodes * to.nodes_min;
+  }
+  const auto state_reason = job->state_reason;
+  const std::string state_desc = job->state_desc ? job->state_desc : "";
+  const bool had_desc = job->state_desc != nullptr;
+  auto* const blocking = job->qos_blocking_ptr;
+  const bool ok = acct_policy_job_runnable_post_select(job, tres.data(), false);
+  if (!ok) reason = reason_name(static_cast<job_state_reason>(job->state_reason));
+  job->state_reason = state_reason;
+  xfree(job->state_desc);
+  if (had_desc) job->state_desc = xstrdup(state_desc.c_str());
+  job->qos_blocking_ptr = blocking;
+  return ok;
+}
+
 // Carries the reshapes out as an operator's `scontrol update job` would (Slurm's
 // update_job, under the locks of its update RPC), for the jobs still pending in the
-// shape they were planned from.
+// shape they were planned from. Not as the job's owner, whom Slurm does not let change
+// the tasks per node; but first the new shape is checked against the owner's
+// association and QOS limits as Slurm checks an owner's update, and afterwards the job
+// keeps the limit flags it had, so that no count of it counts as set by an
+// administrator, which limits do not hold.
 void apply_reshapes(const std::vector<Reshape>& plans) {
+  // The jobs whose reshape Slurm refused, and into what: a refusal is logged once, not
+  // at every sample (the plan is made again at each one). Only the reshape thread uses it.
+  static std::unordered_map<std::uint32_t, std::string> refused;
+  if (refused.size() > 10000) refused.clear();
+  const auto log_refusal = [](const Reshape& r, const std::string& why) {
+    if (auto [it, added] = refused.try_emplace(r.job_id, r.to.layout());
+        !added && it->second == r.to.layout()) {
+      return;
+    } else {
+      it->second = r.to.layout();
+    }
+    info("dl: site_factor: JobId=%u not reshaped to %s: %s", r.job_id, r.to.layout().c_str(),
+         why.c_str());
+  };
   if (plans.empty()) return;
   std::size_t done = 0;
   {
@@ -284,6 +332,14 @@ void apply_reshapes(const std::vector<Reshape>& plans) {
     for (const Reshape& r : plans) {
       job_record_t* job = find_job_record(r.job_id);
       if (!job || !IS_JOB_PENDING(job) || !job->details || !(shape_of(job) == r.from)) continue;
+      const std::uint32_t cpus = cpus_per_gpu(job);
+      std::string why;
+      if (!limits_allow(job, r.to, cpus, why)) {
+        log_refusal(r, why);
+        continue;
+      }
+      const std::vector<std::uint16_t> limit_set(job->limit_set.tres,
+                                                 job->limit_set.tres + slurmctld_tres_cnt);
       auto* desc = static_cast<job_desc_msg_t*>(xmalloc(sizeof(job_desc_msg_t)));
       slurm_init_job_desc_msg(desc);
       desc->job_id = r.job_id;
@@ -291,7 +347,6 @@ void apply_reshapes(const std::vector<Reshape>& plans) {
       // One task per GPU: the tasks per node, and the CPUs they need on each node and in
       // all (Slurm would otherwise keep the old per-node CPUs and ask for them on every
       // new node, more than the tasks can use: never runnable).
-      const std::uint32_t cpus = cpus_per_gpu(job);
       desc->ntasks_per_node = static_cast<std::uint16_t>(r.to.gpus_per_node);
       desc->pn_min_cpus = static_cast<std::uint16_t>(r.to.gpus_per_node * cpus);
       desc->min_cpus = r.to.nodes_min * r.to.gpus_per_node * cpus;
@@ -304,13 +359,13 @@ void apply_reshapes(const std::vector<Reshape>& plans) {
       msg.data = desc;
       const int rc = update_job(&msg, 0, false);
       slurm_free_job_desc_msg(desc);
+      std::copy(limit_set.begin(), limit_set.end(), job->limit_set.tres);
       if (rc == SLURM_SUCCESS) {
         ++done;
         info("dl: site_factor: JobId=%u reshaped from %s to %s, which fits now", r.job_id,
              r.from.layout().c_str(), r.to.layout().c_str());
       } else {
-        info("dl: site_factor: JobId=%u not reshaped to %s: %s", r.job_id, r.to.layout().c_str(),
-             slurm_strerror(rc));
+        log_refusal(r, slurm_strerror(rc));
       }
     }
   }

@@ -22,6 +22,11 @@ extern "C" {
 #include "src/slurmctld/job_scheduler.h"
 #include "src/slurmctld/locks.h"
 #include "src/slurmctld/slurmctld.h"
+// After slurmctld.h, which it needs.
+#include "src/slurmctld/acct_policy.h"
+#if HAVE_SLURM_JOB_STATE_REASON_STRING
+#include "src/common/job_state_reason.h"
+#endif
 #include "src/slurmctld/state_save.h"
 // 23.02 moved the plugin interfaces from src/common and src/slurmctld to src/interfaces.
 #ifdef DL_SLURM_INTERFACES
@@ -69,6 +74,15 @@ inline constexpr char kGpuTres[] = "gres/gpu";
 #else
 inline constexpr char kGpuTres[] = "gres:gpu";
 #endif
+
+// The name of a pending reason (24.05 renamed Slurm's function and moved it).
+inline const char* reason_name(job_state_reason reason) {
+#if HAVE_SLURM_JOB_STATE_REASON_STRING
+  return job_state_reason_string(reason);
+#else
+  return job_reason_string(reason);
+#endif
+}
 
 // The node bitmaps of the leaf switches of topology/tree (none for another topology
 // plugin); owned by Slurm, valid while the caller holds the node read lock.
