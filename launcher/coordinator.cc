@@ -305,6 +305,8 @@ void Coordinator::tick(Steady::time_point now) {
            now);
     }
   }
+  check_idle(now);
+  if (ending_) return;
   if (next_periodic_ && now >= *next_periodic_ && !round_) {
     next_periodic_.reset();
     want(false, "periodic checkpoint (--dl-ckpt-every)", now);
@@ -319,6 +321,32 @@ void Coordinator::tick(Steady::time_point now) {
     update_status(now, false);
     next_status_ = now + options_.status_interval;
   }
+}
+
+void Coordinator::check_idle(Steady::time_point now) {
+  const auto g = gpu_.figures(now);
+  const bool idle = g && g->idle.has_value();
+  if (idle == idle_flagged_) return;
+  idle_flagged_ = idle;
+  if (!idle) {
+    log(LogLevel::info, "the job's GPUs are busy again");
+    return;
+  }
+  log(LogLevel::warning, "every GPU of the job has been below {}% for {}: they sit idle",
+      options_.gpu_idle->below, format_age(*g->idle));
+  if (!options_.requeue_when_idle || idle_requeued_) return;
+  // A preemptible job gives its GPUs back, checkpointed first; only with a checkpoint
+  // directory to resume from, so that no work is lost.
+  if (!job_.preemptible || job_.ckpt_dir.empty()) {
+    log(LogLevel::info, "--gpu-idle-action=requeue: the job is not {}, so it keeps its GPUs",
+        job_.preemptible ? "checkpointed" : "--dl-preemptible");
+    return;
+  }
+  idle_requeued_ = true;
+  want(true,
+       fmt::format("every GPU below {}% for {} (--gpu-idle-action=requeue)",
+                   options_.gpu_idle->below, format_age(options_.gpu_idle->after)),
+       now);
 }
 
 Coordinator::Steady::time_point Coordinator::next_wakeup(Steady::time_point now) const {
@@ -347,15 +375,6 @@ void Coordinator::update_status(Steady::time_point now, bool urgent) {
     s.ckpt_age = std::chrono::duration_cast<std::chrono::seconds>(WallClock::now() - ckpt_time_);
   }
   s.gpu = gpu_.figures(now);
-  if (s.gpu && s.gpu->idle.has_value() != idle_flagged_) {
-    idle_flagged_ = s.gpu->idle.has_value();
-    if (idle_flagged_) {
-      log(LogLevel::warning, "every GPU of the job has been below {}% for {}: they sit idle",
-          options_.gpu_idle->below, format_age(*s.gpu->idle));
-    } else {
-      log(LogLevel::info, "the job's GPUs are busy again");
-    }
-  }
   if (const auto m = own_.read_metrics(); m && !m->text.empty()) {
     s.metrics = m->text;
     s.metrics_step = m->step;

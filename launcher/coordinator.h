@@ -59,6 +59,9 @@ class Coordinator {
   void end_run(RunEnd end, int code, const std::string& why, Steady::time_point now);
   void refresh_job();
   void update_status(Steady::time_point now, bool urgent);
+  // Flags the job's GPUs idle or busy again as the idle rule says, and with
+  // --gpu-idle-action=requeue stops a preemptible job whose GPUs sit idle.
+  void check_idle(Steady::time_point now);
   void set_phase(JobPhase phase, std::string detail, Steady::time_point now);
 
   SupervisorOptions options_;
@@ -98,6 +101,7 @@ class Coordinator {
   std::optional<std::int64_t> ckpt_step_;
   GpuUsage gpu_;  // the nodes' GPU samples
   bool idle_flagged_ = false;
+  bool idle_requeued_ = false;  // --gpu-idle-action=requeue has asked for the stop
   WallClock::time_point ckpt_time_;
 };
 

@@ -200,6 +200,7 @@ int run(int argc, char** argv) {
   std::string status_comment = "on";
   std::string gpu_interval = "10s";
   std::string gpu_idle = "5%:30m";
+  std::string gpu_idle_action = "warn";
   std::string deadline_margin = "30s";
   std::string kill_wait = "3s";
   std::string max_stalled = "2";
@@ -225,6 +226,10 @@ int run(int argc, char** argv) {
                  "flag the job in its status line once every GPU of it has been below UTIL% for "
                  "DURATION: UTIL%:DURATION or off (default 5%:30m)")
       ->envname("DL_GPU_IDLE");
+  app.add_option("--gpu-idle-action", gpu_idle_action,
+                 "what flagging the GPUs idle does: warn (default), or requeue, which also "
+                 "checkpoints and requeues a --dl-preemptible job to free its GPUs")
+      ->envname("DL_GPU_IDLE_ACTION");
   app.add_option("--deadline-margin", deadline_margin,
                  "finish the deadline checkpoint this long before the job's end (default 30s)")
       ->envname("DL_DEADLINE_MARGIN");
@@ -265,6 +270,11 @@ int run(int argc, char** argv) {
       duration_option("--status-interval", status_interval, std::chrono::seconds(1));
   slurm::set_status_comments(parse_on_off("--status-comment", status_comment));
   options.gpu_idle = parse_idle_rule("--gpu-idle", gpu_idle);
+  if (gpu_idle_action != "warn" && gpu_idle_action != "requeue") {
+    throw InputError(
+        fmt::format("--gpu-idle-action={}: expected warn or requeue", gpu_idle_action));
+  }
+  options.requeue_when_idle = gpu_idle_action == "requeue";
   if (gpu_interval != "off") {
     try {
       options.gpu_interval = parse_duration("--gpu-interval", gpu_interval, std::chrono::seconds(1),
@@ -317,6 +327,7 @@ int run(int argc, char** argv) {
     job.grace = spec->grace;
     job.max_restarts = spec->max_restarts;
     job.watchdog = spec->watchdog;
+    job.preemptible = spec->preemptible;
   }
   job.restart_count = static_cast<std::uint32_t>(
       parse_uint("SLURM_RESTART_COUNT", getenv_or("SLURM_RESTART_COUNT", "0"), 0, UINT32_MAX));

@@ -24,6 +24,8 @@ struct SupervisorOptions {
   std::chrono::milliseconds gpu_interval{0};
   // When rank 0 flags the job's GPUs idle (--gpu-idle); nullopt: never.
   std::optional<IdleRule> gpu_idle;
+  // And then, for a preemptible job, checkpoints and requeues it (--gpu-idle-action).
+  bool requeue_when_idle = false;
   std::chrono::milliseconds deadline_margin{30'000};
   std::chrono::milliseconds kill_wait{3'000};
   std::uint32_t max_stalled_restarts = 2;
@@ -41,6 +43,7 @@ struct JobSettings {
   std::uint32_t max_restarts = 3;
   std::uint32_t restart_count = 0;
   std::chrono::seconds watchdog{0};  // --dl-watchdog; 0: off
+  bool preemptible = false;          // --dl-preemptible
   std::string node;                  // SLURMD_NODENAME
   std::optional<slurm::JobRef> job;
   // Started by dlrun's job-level launcher (DL_JOB_LAUNCHER=1): a failure ends the step

@@ -10,6 +10,7 @@ setup() {
   cd "$BATS_TEST_TMPDIR"
   DLRUN=$DL_BUILD_DIR/launcher/dlrun
   FAKE_NVML=$DL_BUILD_DIR/tests/integration/fake-nvml
+  TRAINER=$DL_BUILD_DIR/tests/integration/dlrun_trainer
 }
 teardown() { cancel_all; }
 
@@ -60,6 +61,28 @@ print("" if v is None else v)' "$@"
   ! grep -q "sit idle" idle.out || false
 }
 
+@test "--gpu-idle-action=requeue: a preemptible job whose GPUs sit idle is checkpointed, requeued and resumed; another keeps its GPUs" {
+  printf '%s\n' '* 0 0 30000 80000 250' '* 1 0 2000 80000 60' >idle.txt
+  printf '%s\n' '* 0 80 30000 80000 250' '* 1 80 2000 80000 60' >busy.txt
+  cp idle.txt gpus.txt
+  dlrun_args="--gpu-interval=1s --gpu-idle=5%:10s --gpu-idle-action=requeue"
+  job=$(submit -N1 --dl-gpus=1 --dl-preemptible --export="ALL,LD_LIBRARY_PATH=$FAKE_NVML,DL_FAKE_NVML=$PWD/gpus.txt" \
+    -o out.txt --open-mode=append --wrap "srun --mpi=pmix $DLRUN $dlrun_args $TRAINER --steps 300 --step-ms 100")
+  kept=$(submit -N1 --dl-gpus=1 --export="ALL,LD_LIBRARY_PATH=$FAKE_NVML,DL_FAKE_NVML=$PWD/idle.txt" \
+    -o kept.txt --wrap "srun --mpi=pmix $DLRUN $dlrun_args $TRAINER --steps 300 --step-ms 100")
+  wait_until 60 'grep -q "every GPU below 5% for 10s (--gpu-idle-action=requeue): checkpoint round" out.txt'
+  cp busy.txt gpus.txt # the next run's GPUs are busy
+  wait_state "$job" COMPLETED 180
+  [ "$(job_field "$job" Restarts)" = 1 ]
+  grep -Eq "start rank=0 world=1 restart=1 resume=/.*/step-0*[1-9][0-9]* first_step=[1-9]" out.txt
+  grep -q "done rank=0 step=300" out.txt
+  # Not --dl-preemptible: flagged, told so, never stopped.
+  wait_state "$kept" COMPLETED 60
+  grep -q "every GPU of the job has been below 5% for [0-9]*[smh]: they sit idle" kept.txt
+  grep -q -- "--gpu-idle-action=requeue: the job is not --dl-preemptible, so it keeps its GPUs" kept.txt
+  [ "$(job_field "$kept" Restarts)" = 0 ]
+}
+
 @test "dlrun without NVML runs as before, and a bad --gpu-interval is refused at once" {
   run run_srun -N1 --gres=gpu:1 --mpi=pmix "$DLRUN" -v --gpu-interval=1s sh -c 'sleep 2; echo done'
   [ "$status" -eq 0 ]
@@ -68,4 +91,7 @@ print("" if v is None else v)' "$@"
   run "$DLRUN" --gpu-interval=0s true
   [ "$status" -eq 2 ]
   [ "$output" = "dlrun: --gpu-interval=0s: expected off or a duration from 1s to 1h, e.g. 10s" ]
+  run "$DLRUN" --gpu-idle-action=kill true
+  [ "$status" -eq 2 ]
+  [ "$output" = "dlrun: --gpu-idle-action=kill: expected warn or requeue" ]
 }
