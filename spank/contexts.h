@@ -28,4 +28,9 @@ int slurmstepd_task_exit(spank_t sp);
 // their own (slurmstepd.cc).
 int slurmstepd_exit(spank_t sp);
 
+// The job prolog and epilog (job script context), as root: with gpu_metrics=DIR, record
+// and remove the job's GPUs on this node for dl-gpu-metrics (job_script.cc).
+int job_prolog(spank_t sp);
+int job_epilog(spank_t sp);
+
 }  // namespace dl::spank
