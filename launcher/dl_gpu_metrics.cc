@@ -70,7 +70,7 @@ int main(int argc, char** argv) {
   CLI::App app{
       "Writes the utilization, memory and power of each GPU of this node that a Slurm job "
       "holds, labelled with the job and its user, for node_exporter's textfile collector."};
-  std::string owners_dir = "/run/slurm-dl/gpus";
+  std::string owners_dir = "/run/slurm-dl-gpus";
   std::string output = "/var/lib/prometheus/node-exporter/slurm_dl_gpu.prom";
   std::string interval_text = "10s";
   std::string node = dl::sys::hostname().substr(0, dl::sys::hostname().find('.'));

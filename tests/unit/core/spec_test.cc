@@ -231,8 +231,8 @@ TEST(Spec, SiteConfigErrorsNameTheKey) {
 
 TEST(Spec, GpuMetricsIsOffUnlessADirectoryIsGiven) {
   EXPECT_EQ(parse_site_config({}).gpu_metrics_dir, "");
-  EXPECT_EQ(parse_site_config({"gpu_metrics=/run/slurm-dl/gpus"}).gpu_metrics_dir,
-            "/run/slurm-dl/gpus");
+  EXPECT_EQ(parse_site_config({"gpu_metrics=/run/slurm-dl-gpus"}).gpu_metrics_dir,
+            "/run/slurm-dl-gpus");
   EXPECT_EQ(parse_site_config({"gpu_metrics=/run/x", "gpu_metrics=off"}).gpu_metrics_dir, "");
 }
 
