@@ -66,21 +66,16 @@ int slurm_spank_exit(spank_t sp, int, char**) {
 }
 
 // As root, for every job with GPUs on the node, DL or not: the GPU records of
-// gpu_metrics (off by default). Slurm calls no slurm_spank_init in this context: the
-// plugstack arguments are read here.
+// gpu_metrics (off by default).
 int slurm_spank_job_prolog(spank_t sp, int argc, char** argv) {
   return dl::spank::guarded("slurm_spank_job_prolog", [&] {
-    if (spank_context() != S_CTX_JOB_SCRIPT) return 0;
-    dl::spank::load_site_config(argc, argv);
-    return dl::spank::job_prolog(sp);
+    return spank_context() == S_CTX_JOB_SCRIPT ? dl::spank::job_prolog(sp, argc, argv) : 0;
   });
 }
 
 int slurm_spank_job_epilog(spank_t sp, int argc, char** argv) {
   return dl::spank::guarded("slurm_spank_job_epilog", [&] {
-    if (spank_context() != S_CTX_JOB_SCRIPT) return 0;
-    dl::spank::load_site_config(argc, argv);
-    return dl::spank::job_epilog(sp);
+    return spank_context() == S_CTX_JOB_SCRIPT ? dl::spank::job_epilog(sp, argc, argv) : 0;
   });
 }
 }

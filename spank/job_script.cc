@@ -2,7 +2,8 @@
 // them: with gpu_metrics=DIR, the record of which job and user hold which GPUs of this
 // node, for dl-gpu-metrics (core/gpu_owner.h). Every job that has GPUs here gets one,
 // whether it uses --dl-* options or not. A failure is logged and the job runs on: a GPU
-// without a record is only left out of the metrics, not worth draining the node for.
+// without a record is only left out of the metrics, not worth draining the node for. So
+// is a bad plugstack argument: every step of the job fails on it anyway, with its message.
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <sys/stat.h>
@@ -62,9 +63,21 @@ void log_failure(const char* hook, const std::exception& e) {
               std::strcmp(hook, "slurm_spank_job_prolog") == 0 ? "write" : "remove", e.what());
 }
 
+// The plugstack arguments; false, with one line in slurmd's log, when they do not parse.
+bool load_config(const char* hook, int argc, char** argv) {
+  try {
+    load_site_config(argc, argv);
+    return true;
+  } catch (const InputError& e) {
+    slurm_error("dl: %s: %s", hook, e.what());
+    return false;
+  }
+}
+
 }  // namespace
 
-int job_prolog(spank_t sp) {
+int job_prolog(spank_t sp, int argc, char** argv) {
+  if (!load_config("slurm_spank_job_prolog", argc, argv)) return 0;
   if (site_config().gpu_metrics_dir.empty()) return 0;
   try {
     const char* gpus = std::getenv("SLURM_JOB_GPUS");
@@ -82,7 +95,8 @@ int job_prolog(spank_t sp) {
   return 0;
 }
 
-int job_epilog(spank_t sp) {
+int job_epilog(spank_t sp, int argc, char** argv) {
+  if (!load_config("slurm_spank_job_epilog", argc, argv)) return 0;
   if (site_config().gpu_metrics_dir.empty()) return 0;
   try {
     sys::remove_file_at(open_gpu_metrics_dir(), gpu_owner_file_name(this_job(sp)));

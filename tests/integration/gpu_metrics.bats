@@ -76,11 +76,18 @@ promql() {
   job=$(submit -w n1 --gres=gpu:1 -o /dev/null --wrap 'sleep 60')
   wait_state "$job" RUNNING 30
   [ ! -e "$OWNERS" ]
-  cancel_all
   plugstack_with "gpu_metrics=relative/dir"
   run sbatch --wrap true
   [ "$status" -ne 0 ]
   [[ $output =~ "gpu_metrics=relative/dir: expected off or an absolute path" ]]
+  # The epilog reads the bad argument too: it says so in slurmd's log, and the node is
+  # not drained for it.
+  scancel "$job"
+  wait_until 30 '[ -z "$(squeue -h -j "$job" 2>/dev/null)" ]'
+  grep -q "dl: slurm_spank_job_epilog: gpu_metrics=relative/dir: expected off or an absolute path" \
+    "$(dirname "$SLURM_CONF")/log/slurmd-n1.log"
+  plugstack_restore
+  [[ ! "$(sinfo -h -n n1 -o %t)" =~ ^dr ]]
 }
 
 @test "dl-gpu-metrics refuses records in a directory others can write" {
