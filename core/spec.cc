@@ -199,11 +199,19 @@ SiteConfig parse_site_config(const std::vector<std::string>& args) {
       site.drain_state_dir = parse_ckpt_dir(s);
     } else if (key == "down_failed_batch_host") {
       site.down_failed_batch_host = parse_bool(s);
+    } else if (key == "gpu_metrics") {
+      if (s.value == "off") {
+        site.gpu_metrics_dir.clear();
+      } else if (s.value.empty() || s.value[0] != '/') {
+        throw InputError(fmt::format("{}={}: expected off or an absolute path", key, s.value));
+      } else {
+        site.gpu_metrics_dir = parse_ckpt_dir(s);
+      }
     } else {
       throw InputError(
           fmt::format("plugstack argument '{}': unknown key '{}' (expected default_ckpt_root, "
                       "allowed_ckpt_roots, max_gpus, default_grace, shared_ckpt_root, "
-                      "drain_after, drain_state_dir or down_failed_batch_host)",
+                      "drain_after, drain_state_dir, down_failed_batch_host or gpu_metrics)",
                       arg, key));
     }
   }

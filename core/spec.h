@@ -41,6 +41,10 @@ struct SiteConfig {
   // Mark a --dl-* job's batch host DOWN when a rank on another node lost rank 0 and the
   // batch host's slurmd does not answer this node (see core/node_down.h); off by default.
   bool down_failed_batch_host = false;
+  // Where the job prolog records which job and user hold which GPUs of the node, for
+  // dl-gpu-metrics (see core/gpu_owner.h): a node-local directory, root's, mode 0755;
+  // empty: no records (the default, gpu_metrics=off).
+  std::string gpu_metrics_dir;
 
   std::vector<std::string> effective_ckpt_roots() const;
 };

@@ -21,6 +21,12 @@ struct GpuSample {
   std::uint64_t mem_total = 0;  // bytes
 };
 
+// A sample with the power draw, for dl-gpu-metrics (dlrun's messages do not carry it).
+struct GpuReading {
+  GpuSample sample;
+  std::optional<unsigned> power_mw;  // when the device reports it
+};
+
 // The GPU indices of the step on this node from Slurm's variables: SLURM_STEP_GPUS, else
 // SLURM_JOB_GPUS ("0,1,3"); empty when the step has none or the text is not a list.
 std::vector<unsigned> slurm_gpu_indices(const char* step_gpus, const char* job_gpus);

@@ -31,9 +31,16 @@ struct Nvml::Library {
   Return (*utilization)(Device, Utilization*) = nullptr;
   Return (*memory)(Device, Memory*) = nullptr;
   const char* (*error_string)(Return) = nullptr;
+  Return (*power)(Device, unsigned*) = nullptr;  // optional: not every device reports it
 };
 
 std::optional<Nvml> Nvml::load(const std::vector<unsigned>& minors, std::string& why) {
+  return open(&minors, why);
+}
+
+std::optional<Nvml> Nvml::load_all(std::string& why) { return open(nullptr, why); }
+
+std::optional<Nvml> Nvml::open(const std::vector<unsigned>* minors, std::string& why) {
   void* so = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
   if (!so) {
     why = dlerror();
@@ -55,6 +62,7 @@ std::optional<Nvml> Nvml::load(const std::vector<unsigned>& minors, std::string&
   bind(lib->utilization, "nvmlDeviceGetUtilizationRates");
   bind(lib->memory, "nvmlDeviceGetMemoryInfo");
   bind(lib->error_string, "nvmlErrorString");
+  lib->power = reinterpret_cast<decltype(lib->power)>(dlsym(so, "nvmlDeviceGetPowerUsage"));
   if (!complete) {
     dlclose(so);
     return std::nullopt;
@@ -69,7 +77,15 @@ std::optional<Nvml> Nvml::load(const std::vector<unsigned>& minors, std::string&
     return std::nullopt;
   }
   std::vector<std::pair<unsigned, Device>> devices;
-  for (unsigned want : minors) {
+  if (!minors) {
+    for (unsigned i = 0; i < count; ++i) {
+      Device d = nullptr;
+      unsigned minor = 0;
+      if (lib->by_index(i, &d) == 0 && lib->minor(d, &minor) == 0) devices.emplace_back(minor, d);
+    }
+    return Nvml(std::move(lib), std::move(devices));
+  }
+  for (unsigned want : *minors) {
     for (unsigned i = 0; i < count; ++i) {
       Device d = nullptr;
       unsigned minor = 0;
@@ -84,11 +100,19 @@ std::optional<Nvml> Nvml::load(const std::vector<unsigned>& minors, std::string&
 
 std::vector<GpuSample> Nvml::sample() const {
   std::vector<GpuSample> out;
+  for (const GpuReading& r : read()) out.push_back(r.sample);
+  return out;
+}
+
+std::vector<GpuReading> Nvml::read() const {
+  std::vector<GpuReading> out;
   for (const auto& [minor, d] : devices_) {
     Utilization u{};
     Memory m{};
     if (lib_->utilization(d, &u) == 0 && lib_->memory(d, &m) == 0) {
-      out.push_back({minor, std::min(u.gpu, 100u), m.used, m.total});
+      GpuReading r{{minor, std::min(u.gpu, 100u), m.used, m.total}, std::nullopt};
+      if (unsigned mw = 0; lib_->power && lib_->power(d, &mw) == 0) r.power_mw = mw;
+      out.push_back(r);
     }
   }
   return out;

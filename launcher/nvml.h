@@ -21,12 +21,17 @@ class Nvml {
   // open (another job's, behind the device cgroup) is left out. nullopt, with the reason
   // in `why`, when the library is missing or nvmlInit fails.
   static std::optional<Nvml> load(const std::vector<unsigned>& minors, std::string& why);
+  // Every device of the node that NVML can open (dl-gpu-metrics, as root).
+  static std::optional<Nvml> load_all(std::string& why);
 
   // One sample of each of those devices; one that cannot be queried now is left out.
   std::vector<GpuSample> sample() const;
+  // The same with the power draw, when the device reports it (dl-gpu-metrics).
+  std::vector<GpuReading> read() const;
 
  private:
   struct Library;
+  static std::optional<Nvml> open(const std::vector<unsigned>* minors, std::string& why);
   Nvml(std::shared_ptr<const Library> lib, std::vector<std::pair<unsigned, void*>> devices)
       : lib_(std::move(lib)), devices_(std::move(devices)) {}
   std::shared_ptr<const Library> lib_;

@@ -28,4 +28,10 @@ int slurmstepd_task_exit(spank_t sp);
 // their own (slurmstepd.cc).
 int slurmstepd_exit(spank_t sp);
 
+// The job prolog and epilog (job script context), as root: with gpu_metrics=DIR, record
+// and remove the job's GPUs on this node for dl-gpu-metrics (job_script.cc). Slurm calls
+// no slurm_spank_init in this context: they read the plugstack arguments themselves.
+int job_prolog(spank_t sp, int argc, char** argv);
+int job_epilog(spank_t sp, int argc, char** argv);
+
 }  // namespace dl::spank

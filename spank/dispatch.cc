@@ -64,4 +64,18 @@ int slurm_spank_exit(spank_t sp, int, char**) {
     return spank_context() == S_CTX_REMOTE ? dl::spank::slurmstepd_exit(sp) : 0;
   });
 }
+
+// As root, for every job with GPUs on the node, DL or not: the GPU records of
+// gpu_metrics (off by default).
+int slurm_spank_job_prolog(spank_t sp, int argc, char** argv) {
+  return dl::spank::guarded("slurm_spank_job_prolog", [&] {
+    return spank_context() == S_CTX_JOB_SCRIPT ? dl::spank::job_prolog(sp, argc, argv) : 0;
+  });
+}
+
+int slurm_spank_job_epilog(spank_t sp, int argc, char** argv) {
+  return dl::spank::guarded("slurm_spank_job_epilog", [&] {
+    return spank_context() == S_CTX_JOB_SCRIPT ? dl::spank::job_epilog(sp, argc, argv) : 0;
+  });
+}
 }

@@ -450,7 +450,7 @@ node_up() { [[ ! $(sinfo -h -n "n$1" -o %T) =~ drain ]]; }
   echo "required $plugin max_gpu=8" >plugstack.conf
   SLURM_CONF=$PWD/slurm.conf run sbatch --wrap true
   [ "$status" -ne 0 ]
-  echo "$output" | head -n 1 | grep -qxF "sbatch: error: dl: slurm_spank_init: plugstack argument 'max_gpu=8': unknown key 'max_gpu' (expected default_ckpt_root, allowed_ckpt_roots, max_gpus, default_grace, shared_ckpt_root, drain_after, drain_state_dir or down_failed_batch_host)"
+  echo "$output" | head -n 1 | grep -qxF "sbatch: error: dl: slurm_spank_init: plugstack argument 'max_gpu=8': unknown key 'max_gpu' (expected default_ckpt_root, allowed_ckpt_roots, max_gpus, default_grace, shared_ckpt_root, drain_after, drain_state_dir, down_failed_batch_host or gpu_metrics)"
   echo "required $plugin max_gpus=none" >plugstack.conf
   SLURM_CONF=$PWD/slurm.conf run sbatch --wrap true
   [ "$status" -ne 0 ]

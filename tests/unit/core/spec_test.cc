@@ -214,7 +214,7 @@ TEST(Spec, SiteConfigErrorsNameTheKey) {
   EXPECT_EQ(error({"max_gpu=8"}),
             "plugstack argument 'max_gpu=8': unknown key 'max_gpu' (expected "
             "default_ckpt_root, allowed_ckpt_roots, max_gpus, default_grace, shared_ckpt_root, "
-            "drain_after, drain_state_dir or down_failed_batch_host)");
+            "drain_after, drain_state_dir, down_failed_batch_host or gpu_metrics)");
   EXPECT_EQ(error({"down_failed_batch_host=maybe"}),
             "down_failed_batch_host=maybe: expected 1/yes/true or 0/no/false");
   EXPECT_EQ(error({"drain_after=99"}), "drain_after=99: expected a whole number from 0 to 16");
@@ -225,6 +225,15 @@ TEST(Spec, SiteConfigErrorsNameTheKey) {
   EXPECT_EQ(error({"default_ckpt_root=tmp"}), "default_ckpt_root=tmp: expected an absolute path");
   EXPECT_EQ(error({"allowed_ckpt_roots=/a,b"}), "allowed_ckpt_roots=b: expected an absolute path");
   EXPECT_EQ(error({"verbose"}), "plugstack argument 'verbose': expected key=value");
+  EXPECT_EQ(error({"gpu_metrics=on"}), "gpu_metrics=on: expected off or an absolute path");
+  EXPECT_EQ(error({"gpu_metrics="}), "gpu_metrics=: expected off or an absolute path");
+}
+
+TEST(Spec, GpuMetricsIsOffUnlessADirectoryIsGiven) {
+  EXPECT_EQ(parse_site_config({}).gpu_metrics_dir, "");
+  EXPECT_EQ(parse_site_config({"gpu_metrics=/run/slurm-dl-gpus"}).gpu_metrics_dir,
+            "/run/slurm-dl-gpus");
+  EXPECT_EQ(parse_site_config({"gpu_metrics=/run/x", "gpu_metrics=off"}).gpu_metrics_dir, "");
 }
 
 TEST(Spec, RoundTripsThroughTheEnvironment) {
