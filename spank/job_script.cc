@@ -1,6 +1,7 @@
 // The job prolog and epilog (S_CTX_JOB_SCRIPT), as root in the process slurmd starts for
 // them: with gpu_metrics=DIR, the record of which job and user hold which GPUs of this
-// node, for dl-gpu-metrics (core/gpu_owner.h). Every job that has GPUs here gets one,
+// node, for dl-gpu-metrics (core/gpu_owner.h), and with drain_after the removal of the
+// job's record of this node (core/drain.h). Every job that has GPUs here gets one,
 // whether it uses --dl-* options or not. A failure is logged and the job runs on: a GPU
 // without a record is only left out of the metrics, not worth draining the node for. So
 // is a bad plugstack argument: every step of the job fails on it anyway, with its message.
@@ -14,8 +15,10 @@
 #include <cstring>
 #include <string>
 
+#include "core/drain.h"
 #include "core/error.h"
 #include "core/gpu_owner.h"
+#include "core/log.h"
 #include "core/sysio.h"
 #include "spank/contexts.h"
 #include "spank/state.h"
@@ -97,11 +100,28 @@ int job_prolog(spank_t sp, int argc, char** argv) {
 
 int job_epilog(spank_t sp, int argc, char** argv) {
   if (!load_config("slurm_spank_job_epilog", argc, argv)) return 0;
-  if (site_config().gpu_metrics_dir.empty()) return 0;
-  try {
-    sys::remove_file_at(open_gpu_metrics_dir(), gpu_owner_file_name(this_job(sp)));
-  } catch (const std::exception& e) {
-    log_failure("slurm_spank_job_epilog", e);
+  if (!site_config().gpu_metrics_dir.empty()) {
+    try {
+      sys::remove_file_at(open_gpu_metrics_dir(), gpu_owner_file_name(this_job(sp)));
+    } catch (const std::exception& e) {
+      log_failure("slurm_spank_job_epilog", e);
+    }
+  }
+  // drain_after's record of the job on this node: nothing reads it once the job is over.
+  if (site_config().drain_after > 0) {
+    try {
+      const GpuOwner o = this_job(sp);
+      const std::string name = node_record_name(o.node, o.job);
+      const sys::Fd dir = open_drain_state_dir();
+      if (sys::file_type_at(dir, name) != sys::FileType::missing) {
+        sys::remove_file_at(dir, name);
+        log(LogLevel::verbose, "removed the drain_after record {} of the ended job {}", name,
+            o.job);
+      }
+    } catch (const std::exception& e) {
+      slurm_error("dl: slurm_spank_job_epilog: couldn't remove the job's drain_after record: %s",
+                  e.what());
+    }
   }
   return 0;
 }

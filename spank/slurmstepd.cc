@@ -150,25 +150,6 @@ bool drain_watched(spank_t sp) {
   return job_getenv(sp, "DL_JOB_LAUNCHER") == std::optional<std::string>("1");
 }
 
-// The state directory: root's (slurmstepd's user's), mode 0700, opened without
-// following a link; created when missing (its parent must exist).
-sys::Fd open_state_dir() {
-  const std::string& path = site_config().drain_state_dir;
-  sys::make_dir(path, 0700);
-  sys::Fd dir = sys::open_file(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-  struct stat st {};
-  if (fstat(dir.get(), &st) != 0) {
-    throw SystemError(fmt::format("fstat {}: {}", path, std::strerror(errno)));
-  }
-  if (st.st_uid != geteuid() || (st.st_mode & 077) != 0) {
-    throw SystemError(fmt::format(
-        "drain_state_dir {} must belong to uid {} with mode 0700 (it has uid {}, mode {:o}): "
-        "not recording or draining",
-        path, geteuid(), st.st_uid, st.st_mode & 07777));
-  }
-  return dir;
-}
-
 // Runs /usr/bin/`tool` (scontrol, sinfo, squeue) with `args` (no shell, a clean environment: PATH
 // and slurmstepd's own SLURM_CONF), its output to `out` when given; waits at most 20 s.
 // Returns its exit code.
@@ -202,7 +183,7 @@ void record_step(spank_t sp) {
   const auto node = job_getenv(sp, "SLURMD_NODENAME");
   if (!node) throw SystemError("no SLURMD_NODENAME in the step's environment");
   const std::string name = node_record_name(*node, job);
-  const sys::Fd dir = open_state_dir();
+  const sys::Fd dir = open_drain_state_dir();
   NodeRecord record;
   if (sys::file_type_at(dir, name) != sys::FileType::missing) {
     record = decode_node_record(sys::read_file_at(dir, name, 4096));

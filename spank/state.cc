@@ -1,7 +1,10 @@
 #include "spank/state.h"
 
+#include <fcntl.h>
 #include <fmt/format.h>
+#include <sys/stat.h>
 #include <sys/vfs.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
@@ -125,5 +128,22 @@ const RawOptions& raw_options() { return mutable_raw(); }
 
 std::string home_of(uid_t uid) { return lookup(uid).home; }
 std::string user_name_of(uid_t uid) { return lookup(uid).name; }
+
+sys::Fd open_drain_state_dir() {
+  const std::string& path = site_config().drain_state_dir;
+  sys::make_dir(path, 0700);
+  sys::Fd dir = sys::open_file(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  struct stat st {};
+  if (fstat(dir.get(), &st) != 0) {
+    throw SystemError(fmt::format("fstat {}: {}", path, std::strerror(errno)));
+  }
+  if (st.st_uid != geteuid() || (st.st_mode & 077) != 0) {
+    throw SystemError(fmt::format(
+        "drain_state_dir {} must belong to uid {} with mode 0700 (it has uid {}, mode {:o}): "
+        "not recording or draining",
+        path, geteuid(), st.st_uid, st.st_mode & 07777));
+  }
+  return dir;
+}
 
 }  // namespace dl::spank

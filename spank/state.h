@@ -5,6 +5,7 @@
 #include <string>
 
 #include "core/spec.h"
+#include "core/sysio.h"
 #include "spank/spank_api.h"
 
 namespace dl::spank {
@@ -31,5 +32,10 @@ const RawOptions& raw_options();
 // The home directory of `uid`, for "~" in allowed_ckpt_roots.
 std::string home_of(uid_t uid);
 std::string user_name_of(uid_t uid);
+
+// drain_state_dir, where the drain_after records are: root's (the user of slurmstepd
+// and of the job epilog), mode 0700, opened without following a link; created when
+// missing (its parent must exist). Throws SystemError otherwise.
+sys::Fd open_drain_state_dir();
 
 }  // namespace dl::spank

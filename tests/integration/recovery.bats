@@ -23,6 +23,7 @@ teardown() {
   as_dltest scancel --quiet -u dltest 2>/dev/null || true
   plugstack_restore
   restore_nodes
+  rm -f /home/dltest/go /home/dltest/flood.out
 }
 
 unique_name() { echo "rec-$1-$$-$RANDOM"; }
@@ -327,7 +328,7 @@ down_reason() { sinfo -h -N -n "$1" -o '%E' | sort -u | grep '^slurm-dl: ' || tr
   flood=$!
   wait_until 20 'grep -q flooding flood.out'
   sleep 2 # until the listen queue is full
-  touch go
+  as_dltest touch go
   # The check ran on the other node: slurmd answered after all, or was left to Slurm.
   wait_until 40 "grep -Eq \"job $job: a task lost rank 0 or was killed, (but|and) batch host $first's slurmd\" \"$(slurmd_log "$second")\""
   wait "$flood"

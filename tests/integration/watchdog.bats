@@ -15,6 +15,7 @@ teardown() {
   runuser -u dltest -- env SLURM_CONF="$SLURM_CONF" scancel --quiet -u dltest 2>/dev/null || true
   [ ! -f "$BATS_TEST_TMPDIR/plugstack.conf" ] || drain_off
   [ -z "${padded:-}" ] || "$DL_ROOT/scripts/minicluster" down --dir "$padded" >/dev/null 2>&1 || true
+  rm -f /home/dltest/go
 }
 
 drain_dir() { echo "$(dirname "$SLURM_CONF")/drain-$$"; }
@@ -146,15 +147,18 @@ check_hang() {
      b=\$(scontrol show hostnames \$SLURM_JOB_NODELIST | tail -n 1); \
      srun -w \$a -N1 -n1 sh -c 'exit 77'; srun -w \$b -N1 -n1 sh -c 'exit 77'; \
      srun -w \$a -N1 -n1 sh -c 'exit 77'; srun -w \$a -N1 -n1 true; \
-     srun -w \$a -N1 -n1 sh -c 'exit 77'")
-  wait_state "$job" 'COMPLETED|FAILED' 60
-  [ -z "$(drained)" ]
+     srun -w \$a -N1 -n1 sh -c 'exit 77'; while [ ! -e go ]; do sleep 0.2; done")
+  wait_state "$job" RUNNING 60
   first=$(scontrol show hostnames "$(job_field "$job" NodeList)" | head -n 1)
   # (slurmstepd records a step when it ends there, which may come after srun returned.)
-  wait_until 10 "[ \"\$(cat '$(drain_dir)/$first.$job')\" = 'culprit_steps=4 drained=0' ]"
+  wait_until 60 "[ \"\$(cat '$(drain_dir)/$first.$job' 2>/dev/null)\" = 'culprit_steps=4 drained=0' ]"
+  [ -z "$(drained)" ]
   # The records are root's: the user can neither read nor plant one.
   ! as_dltest cat "$(drain_dir)/$first.$job" || false
   ! as_dltest sh -c "echo 'culprit_steps=0 drained=0' >'$(drain_dir)/$first.999'" || false
+  as_dltest touch go
+  wait_state "$job" 'COMPLETED|FAILED' 60
+  [ -z "$(drained)" ]
   # An ordinary job (no --dl-* option) is never recorded.
   plain=$(as_dltest sbatch --parsable -N1 -o /dev/null --wrap \
     "export DL_JOB_LAUNCHER=1; srun sh -c 'exit 77'; srun sh -c 'exit 77'; srun sh -c 'exit 77'")
@@ -172,6 +176,20 @@ check_hang() {
   [ "$(drained | wc -l)" = 1 ]
   drained | grep -q " slurm-dl: job $all: steps 0,1 ended with this node as the culprit (dlrun exit 77)\$"
   scontrol show hostnames "$(job_field "$all" NodeList)" | grep -qx "$(drained | cut -d' ' -f1)"
+}
+
+@test "drain_after: a job's records on each of its nodes are removed when the job ends" {
+  drain_on
+  cd /home/dltest
+  job=$(as_dltest sbatch --parsable -N2 --dl-gpus=2 -o /dev/null --wrap \
+    "export DL_JOB_LAUNCHER=1; srun -N2 -n2 sh -c 'exit 77'; while [ ! -e go ]; do sleep 0.2; done")
+  records() { ls "$(drain_dir)" 2>/dev/null | grep -c "\.$job\$" || true; }
+  wait_until 60 '[ "$(records)" = 2 ]'
+  as_dltest touch go
+  wait_state "$job" COMPLETED 60
+  # slurmd runs the epilog before the job is COMPLETED.
+  [ "$(records)" = 0 ]
+  [ -z "$(drained)" ]
 }
 
 @test "drain_after on a cluster of 1,200 more nodes: a job whose every task fails drains one node" {
