@@ -3,15 +3,64 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
+#include <cmath>
 #include <vector>
 
 #include "core/error.h"
+#include "core/spec.h"
 
 namespace dl {
 namespace {
 
-constexpr std::string_view kHeader = "slurm-dl service-ledger 1";
+constexpr std::string_view kHeaderV1 = "slurm-dl service-ledger 1";
+constexpr std::string_view kHeader = "slurm-dl service-ledger 2";
+
+// Paths may hold any byte but NUL: written as lowercase hex, "-" when empty.
+std::string hex(std::string_view s) {
+  if (s.empty()) return "-";
+  std::string out;
+  out.reserve(2 * s.size());
+  for (const unsigned char c : s) out += fmt::format("{:02x}", c);
+  return out;
+}
+
+std::string unhex(std::string_view word, std::size_t line_no) {
+  if (word == "-") return {};
+  const auto bad = [&] {
+    return InputError(fmt::format("service ledger line {}: bad field '{}'", line_no, word));
+  };
+  if (word.empty() || word.size() % 2 != 0) throw bad();
+  std::string out;
+  for (std::size_t i = 0; i < word.size(); i += 2) {
+    unsigned v = 0;
+    const auto r = std::from_chars(word.data() + i, word.data() + i + 2, v, 16);
+    if (r.ec != std::errc() || r.ptr != word.data() + i + 2 || v == 0 ||
+        std::isupper(static_cast<unsigned char>(word[i])) ||
+        std::isupper(static_cast<unsigned char>(word[i + 1]))) {
+      throw bad();
+    }
+    out += static_cast<char>(v);
+  }
+  return out;
+}
+
+std::string_view word_of(std::string_view& line) {
+  const auto sp = line.find(' ');
+  const auto word = line.substr(0, sp);
+  line = sp == std::string_view::npos ? std::string_view() : line.substr(sp + 1);
+  return word;
+}
+
+// The job key a --dl-resume-from path ends in: resolve_resume_from makes a job key
+// <root>/<user>/<key>, the default directory of that job.
+std::string_view key_tail(std::string_view path) {
+  const auto slash = path.rfind('/');
+  if (slash == std::string_view::npos) return {};
+  const auto tail = path.substr(slash + 1);
+  return is_ckpt_job_key(tail) ? tail : std::string_view();
+}
 
 // FNV-1a: enough to tell a torn or edited file from one this code wrote.
 std::uint64_t fnv1a(std::string_view text) {
@@ -89,13 +138,78 @@ void ServiceLedger::stop(Entry& e, std::int64_t end) {
 
 Service ServiceLedger::service(const Entry& e, std::int64_t now) {
   Service s;
-  s.attained = e.gpu_s + (e.run.start != 0 ? span_seconds(e.run.start, now) * e.gpus : 0);
+  s.attained =
+      e.carried + e.gpu_s + (e.run.start != 0 ? span_seconds(e.run.start, now) * e.gpus : 0);
   s.waited = e.wait_s + (e.wait.start != 0 ? span_seconds(e.wait.start, now) : 0);
   s.gpus = e.gpus;
   return s;
 }
 
-Service ServiceLedger::observe(std::uint32_t job, const JobSnapshot& s, std::int64_t now) {
+double ServiceLedger::decayed(const Account& a, std::int64_t now) const {
+  const double age = static_cast<double>(std::max<std::int64_t>(now - a.at, 0));
+  return a.gpu_s * std::exp2(-age / carry_.half_life_s);
+}
+
+double ServiceLedger::carried(const Work& work, std::int64_t now) const {
+  double best = 0;
+  const auto look = [&](std::string_view key) {
+    if (key.empty()) return;
+    const auto it = accounts_.find({work.uid, std::string(key)});
+    if (it != accounts_.end()) best = std::max(best, decayed(it->second, now));
+  };
+  look(work.own);
+  look(work.resume);
+  look(key_tail(work.resume));
+  return best;
+}
+
+void ServiceLedger::deposit(std::uint32_t uid, const std::string& key, double gpu_s,
+                            std::int64_t now) {
+  if (key.empty()) return;
+  const auto [it, added] = accounts_.try_emplace({uid, key});
+  Account& a = it->second;
+  if (!added && decayed(a, now) >= gpu_s) return;
+  a = {gpu_s, now};
+  if (accounts_.size() <= carry_.max_accounts) return;
+  // Over the bound: the smallest account goes (rare; a walk over all of them).
+  auto smallest = accounts_.begin();
+  for (auto i = accounts_.begin(); i != accounts_.end(); ++i) {
+    if (decayed(i->second, now) < decayed(smallest->second, now)) smallest = i;
+  }
+  accounts_.erase(smallest);
+}
+
+// Its service (carried in and its own) into the accounts of its checkpoint directory
+// and of the one it resumed from: a job that resumes from the same place again, or
+// writes into the same directory, continues the same work.
+void ServiceLedger::carry_out(Entry& e, std::int64_t now) {
+  if (!e.work || e.carried_out) return;
+  e.carried_out = true;
+  const double total = service(e, now).attained;
+  if (total < carry_.floor_gpu_s) return;
+  deposit(e.work->uid, e.work->own, total, now);
+  deposit(e.work->uid, e.work->resume, total, now);
+  const auto tail = key_tail(e.work->resume);
+  if (!tail.empty()) deposit(e.work->uid, std::string(tail), total, now);
+}
+
+void ServiceLedger::start_entry(Entry& e, const WorkOf* work_of, std::int64_t now) {
+  if (!work_of) return;
+  auto work = (*work_of)();
+  if (!work) return;
+  e.carried = accounts_.empty() ? 0 : carried(*work, now);
+  e.work = std::make_shared<const Work>(std::move(*work));
+}
+
+void ServiceLedger::expire(std::int64_t now) {
+  for (auto it = accounts_.begin(); it != accounts_.end();) {
+    it = decayed(it->second, now) < carry_.floor_gpu_s ? accounts_.erase(it) : std::next(it);
+  }
+}
+
+Service ServiceLedger::observe(std::uint32_t job, const JobSnapshot& s, std::int64_t now,
+                               const WorkOf* work_of) {
+  last_now_ = now;
   if (s.running) {
     // Where Slurm enforces limits it clears accrue_time when the job starts; its
     // BeginTime is then when it became eligible (Slurm sets it when a dependency ends).
@@ -103,6 +217,7 @@ Service ServiceLedger::observe(std::uint32_t job, const JobSnapshot& s, std::int
     const auto [it, added] = jobs_.try_emplace(job);
     Entry& e = it->second;
     if (added && eligible != 0) e.wait_s = span_seconds(eligible, s.start);
+    if (added) start_entry(e, work_of, now);
     mark(e);
     run(e, s.start, s.gpus, now);
     return service(e, now);
@@ -110,8 +225,23 @@ Service ServiceLedger::observe(std::uint32_t job, const JobSnapshot& s, std::int
   if (s.pending && !s.completing && !s.held) {
     // A pending job waits from when Slurm counts its age (accrue_time), not from its
     // submission: a wait on a dependency (BeginTime 0 until it ends) is no wait.
-    if (!s.requeued) return {0, s.accrue != 0 ? span_seconds(s.accrue, now) : 0, 0};
-    Entry& e = jobs_[job];
+    if (!s.requeued) {
+      // A job that continues carried work waits with that service; any other has none
+      // (and no entry: most of a long queue is such jobs).
+      const auto it = jobs_.find(job);
+      if (it == jobs_.end()) {
+        if (!work_of || accounts_.empty()) {
+          return {0, s.accrue != 0 ? span_seconds(s.accrue, now) : 0, 0};
+        }
+        Entry fresh;
+        start_entry(fresh, work_of, now);
+        if (fresh.carried == 0) return {0, s.accrue != 0 ? span_seconds(s.accrue, now) : 0, 0};
+        jobs_.emplace(job, std::move(fresh));
+      }
+    }
+    const auto [it, added] = jobs_.try_emplace(job);
+    Entry& e = it->second;
+    if (added) start_entry(e, work_of, now);
     mark(e);
     // Requeued and not seen completing: Slurm has reset its EndTime, but its new
     // SubmitTime is when it left its nodes, which ends its run better than the last
@@ -126,13 +256,19 @@ Service ServiceLedger::observe(std::uint32_t job, const JobSnapshot& s, std::int
   if (it == jobs_.end()) return {};
   mark(it->second);
   stop(it->second, s.finished || s.completing ? s.end : 0);
+  if (s.finished) carry_out(it->second, now);
   return service(it->second, now);
 }
 
 void ServiceLedger::end_sweep() {
   if (seen_ == jobs_.size()) return;
   for (auto it = jobs_.begin(); it != jobs_.end();) {
-    it = it->second.sweep == sweep_ ? std::next(it) : jobs_.erase(it);
+    if (it->second.sweep == sweep_) {
+      ++it;
+      continue;
+    }
+    carry_out(it->second, last_now_);
+    it = jobs_.erase(it);
   }
 }
 
@@ -169,17 +305,31 @@ std::string ServiceLedger::serialize() const {
   std::string body;
   for (const auto job : ids) {
     const Entry& e = jobs_.at(job);
-    body += fmt::format("{} {:.0f} {} {} {} {:.0f} {} {}\n", job, e.gpu_s, e.run.start, e.run.seen,
-                        e.gpus, e.wait_s, e.wait.start, e.wait.seen);
+    body += fmt::format("{} {:.0f} {} {} {} {:.0f} {} {} {:.0f}", job, e.gpu_s, e.run.start,
+                        e.run.seen, e.gpus, e.wait_s, e.wait.start, e.wait.seen, e.carried);
+    if (e.work) {
+      body += fmt::format(" {} {} {}\n", e.work->uid, hex(e.work->own), hex(e.work->resume));
+    } else {
+      body += " -\n";
+    }
   }
-  return fmt::format("{}\n{}end {} {:016x}\n", kHeader, body, jobs_.size(), fnv1a(body));
+  for (const auto& [key, a] : accounts_) {
+    body += fmt::format("a {} {:.0f} {} {}\n", key.first, a.gpu_s, a.at, hex(key.second));
+  }
+  return fmt::format("{}\n{}end {} {} {:016x}\n", kHeader, body, jobs_.size(), accounts_.size(),
+                     fnv1a(body));
 }
 
+// Reads version 2 and version 1 (no carried service, no accounts), which an upgraded
+// slurmctld finds in its StateSaveLocation.
 ServiceLedger ServiceLedger::parse(std::string_view text) {
   const auto fail = [](const std::string& why) {
     return InputError(fmt::format("service ledger: {}", why));
   };
-  if (text.substr(0, kHeader.size() + 1) != fmt::format("{}\n", kHeader)) {
+  bool v1 = false;
+  if (text.substr(0, kHeaderV1.size() + 1) == fmt::format("{}\n", kHeaderV1)) {
+    v1 = true;
+  } else if (text.substr(0, kHeader.size() + 1) != fmt::format("{}\n", kHeader)) {
     throw fail("missing header");
   }
   text.remove_prefix(kHeader.size() + 1);
@@ -191,6 +341,7 @@ ServiceLedger ServiceLedger::parse(std::string_view text) {
   const auto body = text.substr(0, trailer_at);
   auto trailer = text.substr(trailer_at + 4, text.size() - trailer_at - 5);
   const auto count = field<std::size_t>(trailer, 0);
+  const auto account_count = v1 ? 0 : field<std::size_t>(trailer, 0);
   const auto sum = field<std::uint64_t>(trailer, 0, 16);
   if (!trailer.empty() || sum != fnv1a(body)) throw fail("checksum mismatch");
   ServiceLedger ledger;
@@ -200,6 +351,19 @@ ServiceLedger ServiceLedger::parse(std::string_view text) {
     auto line = body.substr(start, nl - start);
     start = nl + 1;
     ++line_no;
+    if (!v1 && line.substr(0, 2) == "a ") {
+      line.remove_prefix(2);
+      const auto uid = field<std::uint32_t>(line, line_no);
+      Account a;
+      a.gpu_s = field<double>(line, line_no);
+      a.at = field<std::int64_t>(line, line_no);
+      auto key = unhex(word_of(line), line_no);
+      if (key.empty() || !line.empty()) throw fail(fmt::format("line {}: bad account", line_no));
+      if (!ledger.accounts_.emplace(std::make_pair(uid, std::move(key)), a).second) {
+        throw fail(fmt::format("line {}: duplicate account", line_no));
+      }
+      continue;
+    }
     const auto job = field<std::uint32_t>(line, line_no);
     Entry e;
     e.gpu_s = field<double>(line, line_no);
@@ -209,10 +373,26 @@ ServiceLedger ServiceLedger::parse(std::string_view text) {
     e.wait_s = field<double>(line, line_no);
     e.wait.start = field<std::int64_t>(line, line_no);
     e.wait.seen = field<std::int64_t>(line, line_no);
+    if (!v1) {
+      e.carried = field<double>(line, line_no);
+      if (line == "-") {
+        line = {};
+      } else {
+        Work w;
+        w.uid = field<std::uint32_t>(line, line_no);
+        w.own = unhex(word_of(line), line_no);
+        w.resume = unhex(word_of(line), line_no);
+        e.work = std::make_shared<const Work>(std::move(w));
+      }
+    }
     if (!line.empty()) throw fail(fmt::format("line {}: trailing data", line_no));
-    ledger.jobs_[job] = e;
+    if (!ledger.accounts_.empty() || !ledger.jobs_.emplace(job, std::move(e)).second) {
+      throw fail(fmt::format("line {}: out of order", line_no));
+    }
   }
-  if (ledger.jobs_.size() != count) throw fail("entry count mismatch");
+  if (ledger.jobs_.size() != count || ledger.accounts_.size() != account_count) {
+    throw fail("entry count mismatch");
+  }
   return ledger;
 }
 

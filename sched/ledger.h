@@ -2,13 +2,21 @@
 // service and how long it has waited, both counted over all its runs (Slurm forgets a
 // job's previous runs and waits when it requeues it). site_factor/dl samples the
 // controller's jobs every interval and feeds them here; the ledger is saved across
-// restarts of slurmctld.
+// restarts of slurmctld. A DL job's service also outlives it: when it ends, its
+// service is carried, decaying, into an account of the work it did (its owner and its
+// checkpoint directory), and a later job of the same owner that continues that work
+// (--dl-resume-from, or the same --dl-ckpt-dir) starts with it. See dl-sched(8).
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <utility>
 
 namespace dl {
 
@@ -40,8 +48,31 @@ struct Service {
   std::uint32_t gpus = 0;  // GPUs of its latest run (0: it never ran)
 };
 
+// The work a DL job does, which its service follows to the jobs that continue it. Keyed
+// on the owner: a user can name another user's directory, but never inherit (and so
+// never lower the priority of) another user's service.
+struct Work {
+  std::uint32_t uid = 0;
+  std::string own;     // --dl-ckpt-dir, or the job key ("4711") of its default directory
+  std::string resume;  // --dl-resume-from (a path or a job key); empty: none
+};
+
+// How carried service decays and how many accounts are kept.
+struct CarryParams {
+  double half_life_s = 7 * 86400.0;   // as Slurm's PriorityDecayHalfLife default
+  double floor_gpu_s = 36;            // an account decayed below this is forgotten
+  std::size_t max_accounts = 100000;  // beyond this, the smallest accounts go
+};
+
+// Called only when the ledger needs a job's work (when it makes its entry, or for a
+// pending job while some work is carried): the plugin reads the spec then, not at
+// every sample.
+using WorkOf = std::function<std::optional<Work>()>;
+
 class ServiceLedger {
  public:
+  void set_carry(const CarryParams& c) { carry_ = c; }
+
   // One sample of the job as slurmctld shows it: running(), pending() or stopped(),
   // and its service at `now` afterwards (one lookup: slurmctld's job lock is held).
   // A job requeued by preemption is PENDING and COMPLETING until its nodes have cleaned
@@ -52,7 +83,10 @@ class ServiceLedger {
   // A pending job never requeued gets no entry (no lookup either: most of a long queue
   // is such jobs); a job first seen running gets one with its wait since it became
   // eligible.
-  Service observe(std::uint32_t job, const JobSnapshot& s, std::int64_t now);
+  // With `work_of`, a job's entry starts with the service carried into its work, and
+  // a pending job never requeued gets an entry when it has carried service.
+  Service observe(std::uint32_t job, const JobSnapshot& s, std::int64_t now,
+                  const WorkOf* work_of = nullptr);
 
   // The job is running, started at `start` (epoch seconds) on `gpus` GPUs. A start
   // time different from the one seen before means a new run: the previous run is
@@ -85,6 +119,14 @@ class ServiceLedger {
   void end_sweep();
 
   std::size_t size() const { return jobs_.size(); }
+  std::size_t accounts() const { return accounts_.size(); }
+
+  // The service carried into `work` (the largest of the accounts it names), decayed to
+  // `now`; 0 when none.
+  double carried(const Work& work, std::int64_t now) const;
+  // Forgets the accounts decayed below the floor. Walks every account: call it outside
+  // slurmctld's locks.
+  void expire(std::int64_t now);
 
   // A text form with a checksum, for the state file. parse() throws InputError on
   // anything that is not exactly what serialize() writes.
@@ -102,8 +144,19 @@ class ServiceLedger {
     std::uint32_t gpus = 0;
     double wait_s = 0;  // finished waits
     Span wait;
-    std::uint64_t sweep = 0;  // the last sweep that observed it (not saved)
+    std::uint64_t sweep = 0;           // the last sweep that observed it (not saved)
+    double carried = 0;                // service carried in from earlier jobs of its work
+    std::shared_ptr<const Work> work;  // DL jobs only
+    bool carried_out = false;          // its service is in its work's accounts (not saved)
   };
+  struct Account {
+    double gpu_s = 0;
+    std::int64_t at = 0;  // when it had gpu_s
+  };
+  double decayed(const Account& a, std::int64_t now) const;
+  void carry_out(Entry& e, std::int64_t now);
+  void deposit(std::uint32_t uid, const std::string& key, double gpu_s, std::int64_t now);
+  void start_entry(Entry& e, const WorkOf* work_of, std::int64_t now);
   static void end_run(Entry& e, std::int64_t at);
   static void end_wait(Entry& e, std::int64_t at);
   static void run(Entry& e, std::int64_t start, std::uint32_t gpus, std::int64_t now);
@@ -118,6 +171,9 @@ class ServiceLedger {
   }
   std::uint64_t sweep_ = 0;
   std::size_t seen_ = 0;  // entries marked in the current sweep
+  std::int64_t last_now_ = 0;
+  CarryParams carry_;
+  std::map<std::pair<std::uint32_t, std::string>, Account> accounts_;
 };
 
 }  // namespace dl

@@ -41,6 +41,8 @@ PriorityParams parse_priority_params(std::string_view text) {
       p.age_period = parse_duration(label, value, seconds(1), seconds(86400L * 365));
     } else if (key == "interval") {
       p.interval = parse_duration(label, value, seconds(1), seconds(3600));
+    } else if (key == "carry_half_life") {
+      p.carry_half_life = parse_duration(label, value, seconds(60), seconds(86400L * 3650));
     } else if (key == "queues") {
       p.queues.clear();
       std::size_t from = 0;
@@ -70,8 +72,8 @@ PriorityParams parse_priority_params(std::string_view text) {
     } else {
       throw InputError(fmt::format(
           "priority parameter '{}': unknown key '{}' (expected las_weight, age_weight, "
-          "service_unit, levels, age_period, interval, preempt_margin, queues, starve or "
-          "reshape)",
+          "service_unit, levels, age_period, interval, carry_half_life, preempt_margin, queues, "
+          "starve or reshape)",
           item, key));
     }
     if (std::uint64_t{p.las_weight} + p.age_weight > kMaxWeight) {

@@ -35,6 +35,9 @@ struct PriorityParams {
   // How often the controller samples service and refreshes the priorities of
   // pending jobs (site_factor/dl only).
   std::chrono::seconds interval{30};
+  // The half-life of the service a finished job leaves to the jobs that continue its
+  // work (site_factor/dl only; see sched/ledger.h), as Slurm's PriorityDecayHalfLife.
+  std::chrono::seconds carry_half_life{7 * 86400};
   // How many more points a pending job needs than a running preemptible DL job of the
   // same PriorityTier to preempt it (preempt/dl, dl-sim). Unset: las_weight / 4 (five
   // levels at the defaults: a brand-new job preempts a job that has had 31 GPU-hours
@@ -65,7 +68,7 @@ struct PriorityParams {
 
 // Parses PrioritySiteFactorParameters / dl-sim --priority-params: comma-separated
 // key=value with the keys las_weight, age_weight, service_unit, levels, age_period,
-// interval, preempt_margin (durations as "30s", "1h", "2d"), queues (thresholds in
+// interval, carry_half_life, preempt_margin (durations as "30s", "1h", "2d"), queues (thresholds in
 // GPU-time separated by ':', ascending, e.g. "queues=1h:8h" for 1 and 8 GPU-hours),
 // starve (a whole factor) and reshape (yes or no). An empty string gives the defaults.
 // Throws InputError naming the key and what is allowed; las_weight + age_weight must

@@ -35,6 +35,14 @@ EnvLookup spank_env_lookup(const char* const* env, std::size_t size) {
   };
 }
 
+bool spank_env_has_spec(const char* const* env, std::size_t size) {
+  const std::size_t examined = std::min(size, kMaxSpankEnvEntries);
+  for (std::size_t i = 0; env && i < examined; ++i) {
+    if (env[i] && names(env[i], kSpecMarker)) return true;
+  }
+  return false;
+}
+
 std::optional<Spec> spank_env_spec(const char* const* env, std::size_t size) {
   return spec_from_env(spank_env_lookup(env, size));
 }

@@ -25,6 +25,10 @@ namespace dl {
 // must outlive the lookup.
 EnvLookup spank_env_lookup(const char* const* env, std::size_t size);
 
+// Whether the environment carries a DL spec (its marker), without allocating: what the
+// controller's sweep asks of every job before it reads a spec.
+bool spank_env_has_spec(const char* const* env, std::size_t size);
+
 // The job's DL spec, parsed by the same code (spec_from_env over spank_env_lookup) in
 // every plugin; nullopt for a job without one. Throws InputError on a malformed spec
 // (which job_submit/dl never lets through).

@@ -29,6 +29,7 @@
 #include "sched/plugins/controller.h"
 #include "sched/plugins/guard.h"
 #include "sched/priority.h"
+#include "sched/spank_env.h"
 #include "sched/state_file.h"
 #include "sched/tres.h"
 
@@ -62,6 +63,40 @@ Plugin& plugin() {
   return *p;
 }
 
+// The work a DL job does (sched/ledger.h): its owner, its checkpoint directory (the job
+// key of its default one, which slurmstepd makes <root>/<user>/<key>) and what it
+// resumes from. nullopt for any other job, found without allocating.
+std::optional<Work> work_of(const job_record_t* job) {
+  if (!spank_env_has_spec(job->spank_job_env, job->spank_job_env_size)) return std::nullopt;
+  std::optional<Spec> spec;
+  try {
+    spec = spec_of(job);
+  } catch (const InputError&) {
+    return std::nullopt;  // job_submit/dl lets no such spec through
+  }
+  if (!spec) return std::nullopt;
+  Work w;
+  w.uid = job->user_id;
+  if (!spec->ckpt_dir.empty()) {
+    w.own = spec->ckpt_dir;
+  } else {
+    const bool array = job->array_job_id != 0 && job->array_task_id != NO_VAL;
+    w.own = ckpt_job_key(job->job_id, array ? std::optional(job->array_job_id) : std::nullopt,
+                         array ? std::optional(job->array_task_id) : std::nullopt);
+  }
+  w.resume = spec->resume_from;
+  return w;
+}
+
+CarryParams carry_params(const PriorityParams& params) {
+  CarryParams c;
+  c.half_life_s = static_cast<double>(params.carry_half_life.count());
+  // A hundredth of a level step: what is left of a carried account below that moves no
+  // job's priority.
+  c.floor_gpu_s = static_cast<double>(params.service_unit.count()) / 100;
+  return c;
+}
+
 Service observe(ServiceLedger& ledger, const job_record_t* job, std::time_t now) {
   JobSnapshot s;
   s.running = IS_JOB_RUNNING(job);
@@ -78,7 +113,8 @@ Service observe(ServiceLedger& ledger, const job_record_t* job, std::time_t now)
   }
   s.end = job->end_time;
   s.gpus = s.running ? allocated_gpus(job) : 0;
-  return ledger.observe(job->job_id, s, now);
+  const WorkOf work = [job] { return work_of(job); };
+  return ledger.observe(job->job_id, s, now, &work);
 }
 
 // Observes the job and gives it its site factor. Caller holds `mutex`.
@@ -97,6 +133,7 @@ void load_state(Plugin& p) {
       });
   if (!loaded) return;
   p.ledger = ServiceLedger::parse(loaded->text);
+  p.ledger.set_carry(carry_params(p.params));
   p.saved = loaded->text;
   info("dl: site_factor: service of %zu jobs restored from %s", p.ledger.size(),
        loaded->path.c_str());
@@ -438,6 +475,7 @@ std::optional<std::string> sample(Plugin& p, std::vector<Reshape>& reshapes) {
   }
   const auto unlocked = Clock::now();
   const std::lock_guard<std::mutex> hold(p.mutex);
+  p.ledger.expire(sweep.now);
   auto text = p.ledger.serialize();
   // bench/sched/lock_hold reads this line (SlurmctldDebug=debug).
   debug(
@@ -529,6 +567,7 @@ int start() {
   Plugin& p = plugin();
   try {
     p.params = site_params();
+    p.ledger.set_carry(carry_params(p.params));
   } catch (const InputError& e) {
     // A mistake in slurm.conf: refuse to run with priorities nobody asked for.
     fatal("dl: PrioritySiteFactorParameters: %s", e.what());
@@ -565,6 +604,7 @@ void site_factor_p_reconfig(void) {
     auto params = dl::sched::site_params();
     const std::lock_guard<std::mutex> hold(dl::sched::plugin().mutex);
     dl::sched::plugin().params = params;
+    dl::sched::plugin().ledger.set_carry(dl::sched::carry_params(params));
   });
 }
 

@@ -285,6 +285,31 @@ preempted_by_high() {
   [ "$(job_field "$used" Priority)" -lt "$(job_field "$fresh" Priority)" ]
 }
 
+@test "cancelling a job and resubmitting it with --dl-resume-from does not buy its priority back" {
+  # A level step per GPU-minute: 20 s on 8 GPUs costs the job about 9,000 points.
+  site_params interval=2s,service_unit=60s
+  used=$(as_dltest sbatch --parsable --dl-gpus=8 -o /dev/null --wrap 'sleep 300')
+  wait_state "$used" RUNNING 30
+  sleep 20
+  # Another user's job takes every GPU once the used job is gone, so that the
+  # resubmission and a new job both wait and are ranked.
+  busy=$(submit --dl-gpus=8 -o /dev/null --wrap 'sleep 120')
+  as_dltest scancel "$used"
+  wait_state "$busy" RUNNING 60
+  resumed=$(as_dltest sbatch --parsable --dl-gpus=8 --dl-resume-from="$used" -o /dev/null \
+    --wrap true)
+  fresh=$(as_dltest sbatch --parsable --dl-gpus=8 -o /dev/null --wrap true)
+  sleep 6 # a few samples and refreshes of the priorities
+  site() { sprio -h -o '%i %S' -j "$1" | awk '{print $2}'; }
+  resumed_site=$(site "$resumed")
+  fresh_site=$(site "$fresh")
+  echo "site factors: resumed $resumed_site, fresh $fresh_site"
+  # The resubmission keeps the service of the job it continues (about 9,000 points,
+  # hardly decayed); a new job of the same user starts with the full las_weight.
+  [ "$fresh_site" -gt 95000 ]
+  [ "$resumed_site" -lt $((fresh_site - 5000)) ]
+}
+
 @test "a job's wait on a dependency earns it no age" {
   # 100 points of age a second: 20 seconds of waiting would be 2,000.
   site_params interval=2s,age_period=1000s

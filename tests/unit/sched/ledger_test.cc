@@ -1,5 +1,6 @@
 #include "sched/ledger.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "core/error.h"
@@ -275,6 +276,162 @@ TEST(Ledger, RemembersTheGpusOfTheLatestRun) {
   l.running(7, 1000, 4, 1010);
   EXPECT_EQ(l.gpus(7), 4u);
   EXPECT_EQ(ServiceLedger::parse(l.serialize()).gpus(7), 4u);
+}
+
+// ---- carried service: it follows the work, not the job id
+
+JobSnapshot ran(std::int64_t start, std::uint32_t gpus) {
+  JobSnapshot s;
+  s.running = true;
+  s.start = start;
+  s.submit = start;
+  s.gpus = gpus;
+  return s;
+}
+
+JobSnapshot finished(std::int64_t end) {
+  JobSnapshot s;
+  s.finished = true;
+  s.end = end;
+  return s;
+}
+
+JobSnapshot waiting(std::int64_t accrue) {
+  JobSnapshot s;
+  s.pending = true;
+  s.accrue = accrue;
+  return s;
+}
+
+WorkOf work(std::uint32_t uid, std::string own, std::string resume = "") {
+  return [=] { return std::optional<Work>(Work{uid, own, resume}); };
+}
+
+// Job 1 of uid 1000 runs 1000 s on 4 GPUs in its default directory, then is cancelled.
+ServiceLedger after_first_job() {
+  ServiceLedger l;
+  const auto w = work(1000, "1");
+  l.observe(1, ran(1000, 4), 1000, &w);
+  l.observe(1, finished(2000), 2000, &w);
+  return l;
+}
+
+TEST(LedgerCarry, AResumedJobStartsWithTheService) {
+  auto l = after_first_job();
+  const auto w = work(1000, "2", "/ckpt/alice/1");
+  EXPECT_DOUBLE_EQ(l.observe(2, waiting(2000), 2000, &w).attained, 4000);
+  EXPECT_DOUBLE_EQ(l.observe(2, ran(2100, 4), 2200, &w).attained, 4400);
+}
+
+TEST(LedgerCarry, ANewJobOfTheSameUserStartsAtZero) {
+  auto l = after_first_job();
+  const auto w = work(1000, "2");
+  const auto s = l.observe(2, waiting(2000), 2100, &w);
+  EXPECT_DOUBLE_EQ(s.attained, 0);
+  EXPECT_DOUBLE_EQ(s.waited, 100);
+  EXPECT_EQ(l.size(), 1u);  // no entry for it
+}
+
+TEST(LedgerCarry, TheSameCheckpointDirIsTheSameWork) {
+  ServiceLedger l;
+  const auto w1 = work(1000, "/scratch/run");
+  l.observe(1, ran(1000, 2), 1000, &w1);
+  l.observe(1, finished(1500), 1500, &w1);
+  const auto w2 = work(1000, "/scratch/run");
+  EXPECT_DOUBLE_EQ(l.observe(2, ran(1500, 2), 1500, &w2).attained, 1000);
+}
+
+TEST(LedgerCarry, AnotherUserNamingThePathInheritsNothing) {
+  auto l = after_first_job();
+  const auto w = work(2000, "2", "/ckpt/alice/1");
+  EXPECT_DOUBLE_EQ(l.observe(2, ran(2000, 4), 2000, &w).attained, 0);
+}
+
+TEST(LedgerCarry, AChainOfResumesKeepsAddingUp) {
+  auto l = after_first_job();
+  const auto w2 = work(1000, "2", "1");
+  l.observe(2, ran(2000, 4), 2000, &w2);
+  l.observe(2, finished(3000), 3000, &w2);  // 4000 carried + 4000 its own
+  // Resuming from the first job's directory again still carries both runs.
+  const auto w3 = work(1000, "3", "/ckpt/alice/1");
+  EXPECT_DOUBLE_EQ(l.observe(3, ran(3000, 4), 3000, &w3).attained, 8000);
+}
+
+TEST(LedgerCarry, CarriedServiceHalvesEachHalfLife) {
+  auto l = after_first_job();
+  CarryParams c;
+  c.half_life_s = 1000;
+  l.set_carry(c);
+  const Work w{1000, "2", "1"};
+  EXPECT_DOUBLE_EQ(l.carried(w, 2000), 4000);
+  EXPECT_DOUBLE_EQ(l.carried(w, 3000), 2000);
+  EXPECT_DOUBLE_EQ(l.carried(w, 4000), 1000);
+}
+
+TEST(LedgerCarry, AccountsExpireAndAreBounded) {
+  ServiceLedger l;
+  CarryParams c;
+  c.half_life_s = 1000;
+  c.floor_gpu_s = 100;
+  c.max_accounts = 2;
+  l.set_carry(c);
+  for (std::uint32_t job = 1; job <= 3; ++job) {
+    const auto w = work(1000, std::to_string(job));
+    l.observe(job, ran(1000, job), 1000, &w);
+    l.observe(job, finished(2000), 2000, &w);
+  }
+  EXPECT_EQ(l.accounts(), 2u);  // the smallest (job 1's) went
+  EXPECT_DOUBLE_EQ(l.carried({1000, "1", ""}, 2000), 0);
+  EXPECT_DOUBLE_EQ(l.carried({1000, "3", ""}, 2000), 3000);
+  l.expire(6000);  // four half-lives: 125 and 187.5 GPU-s, above the floor
+  EXPECT_EQ(l.accounts(), 2u);
+  l.expire(6500);  // 88 and 133
+  EXPECT_EQ(l.accounts(), 1u);
+  l.expire(7000);
+  EXPECT_EQ(l.accounts(), 0u);
+}
+
+TEST(LedgerCarry, APurgedJobCarriesItsService) {
+  ServiceLedger l;
+  const auto w = work(1000, "/scratch/run");
+  l.begin_sweep();
+  l.observe(1, ran(1000, 2), 1500, &w);
+  l.end_sweep();
+  l.begin_sweep();
+  l.end_sweep();  // purged while running, never seen finished
+  EXPECT_EQ(l.size(), 0u);
+  EXPECT_DOUBLE_EQ(l.carried({1000, "/scratch/run", ""}, 1500), 1000);
+}
+
+TEST(LedgerCarry, SerializeRoundTripsCarriedService) {
+  auto l = after_first_job();
+  const auto w = work(1000, "/a dir/with spaces", "1");
+  l.observe(2, ran(2000, 4), 2100, &w);
+  const auto text = l.serialize();
+  const auto back = ServiceLedger::parse(text);
+  EXPECT_EQ(back.serialize(), text);
+  EXPECT_EQ(back.accounts(), 1u);
+  EXPECT_DOUBLE_EQ(back.attained(2, 2100), 4400);
+  EXPECT_DOUBLE_EQ(back.carried({1000, "x", "/ckpt/alice/1"}, 2000), 4000);
+  auto upper = text;
+  const auto at = upper.find("2f61");  // "/a" in hex
+  upper.replace(at, 4, "2F61");
+  EXPECT_THROW(ServiceLedger::parse(upper), InputError);
+}
+
+TEST(LedgerCarry, ReadsAVersionOneStateFile) {
+  const std::string body = "7 200 0 0 2 100 0 0\n";
+  std::uint64_t h = 14695981039346656037ull;
+  for (const unsigned char c : body) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  const auto text =
+      "slurm-dl service-ledger 1\n" + body + "end 1 " + fmt::format("{:016x}", h) + "\n";
+  const auto l = ServiceLedger::parse(text);
+  EXPECT_EQ(l.size(), 1u);
+  EXPECT_DOUBLE_EQ(l.attained(7, 0), 200);
+  EXPECT_EQ(l.accounts(), 0u);
 }
 
 }  // namespace

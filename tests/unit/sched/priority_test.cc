@@ -48,10 +48,13 @@ TEST(Priority, DefaultsAndEveryKey) {
 TEST(Priority, BadParametersAreRejectedWithTheKey) {
   EXPECT_EQ(error_of("bogus=1"),
             "priority parameter 'bogus=1': unknown key 'bogus' (expected las_weight, age_weight, "
-            "service_unit, levels, age_period, interval, preempt_margin, queues, starve or "
-            "reshape)");
+            "service_unit, levels, age_period, interval, carry_half_life, preempt_margin, queues, "
+            "starve or reshape)");
   EXPECT_EQ(error_of("levels"), "priority parameter 'levels': expected key=value");
   EXPECT_EQ(error_of("reshape=maybe"), "reshape=maybe: expected yes or no");
+  EXPECT_NE(error_of("carry_half_life=30s").find("carry_half_life"), std::string::npos);
+  EXPECT_EQ(parse_priority_params("carry_half_life=1d").carry_half_life, seconds(86400));
+  EXPECT_EQ(parse_priority_params("").carry_half_life, seconds(7 * 86400));
   EXPECT_EQ(error_of("levels=0"), "levels=0: expected a whole number from 1 to 1000");
   EXPECT_EQ(error_of("interval=2h"),
             "interval=2h: expected a duration such as 90s, 30m or 2h, from 1s to 1h");
