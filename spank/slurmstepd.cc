@@ -167,7 +167,17 @@ int run_slurm_tool(const std::string& tool, const std::vector<std::string>& args
   spec.timeout = std::chrono::seconds(20);
   // One byte over the bound read: a reply that long is known to be cut.
   spec.max_output = kMaxDrainedNodesReply + 1;
-  const CommandResult r = run_command(spec);
+  // Started from a step's slurmstepd, the tool is one of its descendants: while Slurm
+  // kills the step (an MPI program that lost its peers aborts it), proctrack/linuxproc's
+  // SIGKILLs can reach the tool too. Killed so, it runs again, a second later, 3 times
+  // at most.
+  CommandResult r;
+  for (int tries = 1;; ++tries) {
+    r = run_command(spec);
+    if (r.timed_out || !WIFSIGNALED(r.status) || WTERMSIG(r.status) != SIGKILL || tries == 3) break;
+    log(LogLevel::verbose, "{} was killed (the step is being killed): running it again", tool);
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+  }
   if (out) *out = r.out;
   return exit_code_of(r.status);
 }

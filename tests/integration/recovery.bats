@@ -334,7 +334,7 @@ down_reason() { sinfo -h -N -n "$1" -o '%E' | sort -u | grep '^slurm-dl: ' || tr
   wait "$flood"
   grep "job $job: " "$(slurmd_log "$second")" >&3 || true
   [ -z "$(down_reason "$first")" ]
-  ! grep -q "marked node $first DOWN" "$(slurmd_log "$second")" || false
+  ! grep -q "marked node $first DOWN (.*): slurm-dl: job $job: " "$(slurmd_log "$second")" || false
   wait_state "$job" 'COMPLETED|FAILED' 60
 }
 
