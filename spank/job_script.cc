@@ -31,12 +31,8 @@ namespace {
 // than squeue shows).
 sys::Fd open_gpu_metrics_dir() {
   const std::string& path = site_config().gpu_metrics_dir;
-  sys::make_dir(path, 0755);
-  sys::Fd dir = sys::open_file(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   struct stat st {};
-  if (fstat(dir.get(), &st) != 0) {
-    throw SystemError(fmt::format("fstat {}: {}", path, std::strerror(errno)));
-  }
+  sys::Fd dir = open_plugin_dir(path, 0755, st);
   if (st.st_uid != geteuid() || (st.st_mode & 022) != 0) {
     throw SystemError(fmt::format(
         "gpu_metrics directory {} must belong to uid {} and be writable by no one else (it "

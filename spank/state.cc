@@ -129,14 +129,19 @@ const RawOptions& raw_options() { return mutable_raw(); }
 std::string home_of(uid_t uid) { return lookup(uid).home; }
 std::string user_name_of(uid_t uid) { return lookup(uid).name; }
 
-sys::Fd open_drain_state_dir() {
-  const std::string& path = site_config().drain_state_dir;
-  sys::make_dir(path, 0700);
+sys::Fd open_plugin_dir(const std::string& path, mode_t mode, struct stat& st) {
+  sys::make_dir(path, mode);
   sys::Fd dir = sys::open_file(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-  struct stat st {};
   if (fstat(dir.get(), &st) != 0) {
     throw SystemError(fmt::format("fstat {}: {}", path, std::strerror(errno)));
   }
+  return dir;
+}
+
+sys::Fd open_drain_state_dir() {
+  const std::string& path = site_config().drain_state_dir;
+  struct stat st {};
+  sys::Fd dir = open_plugin_dir(path, 0700, st);
   if (st.st_uid != geteuid() || (st.st_mode & 077) != 0) {
     throw SystemError(fmt::format(
         "drain_state_dir {} must belong to uid {} with mode 0700 (it has uid {}, mode {:o}): "

@@ -2,6 +2,8 @@
 // slurmstepd): the site configuration from plugstack.conf and the raw option values.
 #pragma once
 
+#include <sys/stat.h>
+
 #include <string>
 
 #include "core/spec.h"
@@ -32,6 +34,11 @@ const RawOptions& raw_options();
 // The home directory of `uid`, for "~" in allowed_ckpt_roots.
 std::string home_of(uid_t uid);
 std::string user_name_of(uid_t uid);
+
+// A directory of the plugin's own records: `path`, made with `mode` when missing (its
+// parent must exist), opened without following a link; its owner and mode in `st`, for
+// the caller to check.
+sys::Fd open_plugin_dir(const std::string& path, mode_t mode, struct stat& st);
 
 // drain_state_dir, where the drain_after records are: root's (the user of slurmstepd
 // and of the job epilog), mode 0700, opened without following a link; created when
