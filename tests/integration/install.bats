@@ -45,6 +45,11 @@ assert slurm_dl.__file__.startswith(sys.argv[2]), slurm_dl.__file__' "$installed
   # What jobs run as an unprivileged user is readable and executable there.
   runuser -u dltest -- test -r "$copy/src/examples/train_ddp.py"
   runuser -u dltest -- test -x "$copy/src/scripts/minicluster"
+  # The clone's minicluster acts on the copy's cluster (the demo's advice to stop it
+  # with `scripts/minicluster down` is typed in the clone).
+  run env -u DL_BUILD_DIR -u DL_CACHE_DIR "$private/slurm-dl/scripts/minicluster" env
+  [ "$status" -eq 1 ]
+  [[ "$output" == *"no cluster in $copy/build/minicluster "* ]]
   rm -rf "$copy"
 }
 
