@@ -60,7 +60,37 @@ void Coordinator::start(Steady::time_point now) {
   if (job_info_) comment_prefix_ = comment_prefix(job_info_->comment);
   if (job_info_) exp::record_logs({job_info_->std_out, job_info_->std_err});
   next_job_refresh_ = now + kJobRefresh;
+  if (job_.job) {
+    run_.job = job_.job->to_string();
+    run_.run = job_.restart_count;
+    run_.requeues = job_.requeue_count;
+    run_.gpus = job_.gpus;
+    run_.started = run_.updated = WallClock::now();
+    if (job_info_) {
+      run_.submitted = job_info_->submitted;
+      run_.allocated = job_info_->started;
+    }
+    try {
+      stats_root_ = stats_root(std::getenv("DL_STATS_DIR"), std::getenv("HOME"));
+    } catch (const InputError& e) {
+      log(LogLevel::warning, "no record for dl-stats: {}", e.what());
+    }
+    save_run_record();
+  }
   update_status(now, true);
+}
+
+void Coordinator::save_run_record() {
+  if (stats_root_.empty()) return;
+  run_.updated = WallClock::now();
+  const std::int64_t step = own_.page().step.load(std::memory_order_acquire);
+  if (step >= 0) run_.step = step;
+  try {
+    dl::save_run_record(stats_root_, run_);
+  } catch (const std::exception& e) {
+    log(LogLevel::warning, "no record for dl-stats: {}", e.what());
+    stats_root_.clear();
+  }
 }
 
 void Coordinator::set_node(std::uint32_t rank, const std::string& node) {
@@ -129,9 +159,12 @@ void Coordinator::on_message(std::uint32_t rank, const Message& m, Steady::time_
     }
     case MsgKind::gpu:
       try {
-        gpu_.record(rank < nodes_.size() && !nodes_[rank].empty() ? nodes_[rank]
-                                                                  : fmt::format("rank {}", rank),
-                    parse_gpu_samples(m.text), now);
+        const std::string node = rank < nodes_.size() && !nodes_[rank].empty()
+                                     ? nodes_[rank]
+                                     : fmt::format("rank {}", rank);
+        auto samples = parse_gpu_samples(m.text);
+        run_.add_samples(node, samples);
+        gpu_.record(node, std::move(samples), now);
       } catch (const SystemError& e) {
         log(LogLevel::warning, "rank {}: {}", rank, e.what());
       }
@@ -171,6 +204,7 @@ void Coordinator::want(bool stop, const std::string& why, Steady::time_point now
     return;
   }
   round_.emplace(next_seq_++, world_size_, stop);
+  round_started_ = now;
   if (stop) exp::record_event("stop_requested", why);
   round_why_ = why;
   round_deadline_ = now + job_.grace;
@@ -219,6 +253,8 @@ void Coordinator::check_round(Steady::time_point now) {
   if (!round_ || !target_sent_ || !round_->complete()) return;
   const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(now - target_sent_at_);
   save_time_.record(took);
+  run_.ckpt_seconds += std::chrono::duration<double>(now - round_started_).count();
+  ++run_.checkpoints;
   const bool stop = round_->stop();
   const std::string why = round_why_;
   log(LogLevel::verbose, "checkpoint round {} complete in {} ms", round_->seq(), took.count());
@@ -252,6 +288,9 @@ void Coordinator::end_run(RunEnd end, int code, const std::string& why, Steady::
       report_lost_node(job_, lost_node_);
       set_phase(JobPhase::failed, why, now);
       exp::record_event(tracking_event(JobPhase::failed), why);
+      run_.ended = WallClock::now();
+      run_.end = tracking_event(JobPhase::failed);
+      save_run_record();
       return;
     }
   }
@@ -266,6 +305,9 @@ void Coordinator::end_run(RunEnd end, int code, const std::string& why, Steady::
     ckpt_time_ = WallClock::now();
   }
   exp::record_event(tracking_event(out.phase), out.detail.empty() ? why : out.detail);
+  run_.ended = WallClock::now();
+  run_.end = tracking_event(out.phase);
+  save_run_record();
   if (end != RunEnd::failed) broadcast_(end_message(out.exit_code, why));
 }
 
@@ -319,6 +361,7 @@ void Coordinator::tick(Steady::time_point now) {
   }
   if (now >= next_status_) {
     update_status(now, false);
+    save_run_record();
     next_status_ = now + options_.status_interval;
   }
 }

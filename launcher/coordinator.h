@@ -17,6 +17,7 @@
 #include "launcher/gpu_usage.h"
 #include "launcher/restart.h"
 #include "launcher/resume.h"
+#include "launcher/run_stats.h"
 #include "launcher/slurm_job.h"
 #include "launcher/status.h"
 #include "launcher/supervisor.h"
@@ -63,6 +64,9 @@ class Coordinator {
   // --gpu-idle-action=requeue stops a preemptible job whose GPUs sit idle.
   void check_idle(Steady::time_point now);
   void set_phase(JobPhase phase, std::string detail, Steady::time_point now);
+  // Writes this run's record for dl-stats (launcher/run_stats.h); a failure is logged once
+  // and the run goes on without it.
+  void save_run_record();
 
   SupervisorOptions options_;
   JobSettings job_;
@@ -75,6 +79,7 @@ class Coordinator {
   std::optional<CheckpointRound> round_;
   std::string round_why_;
   Steady::time_point round_deadline_;
+  Steady::time_point round_started_;
   // When this run started: its periodic rounds fall on run_started_ + k x --dl-ckpt-every.
   Steady::time_point run_started_;
   Steady::time_point target_sent_at_;
@@ -103,6 +108,8 @@ class Coordinator {
   bool idle_flagged_ = false;
   bool idle_requeued_ = false;  // --gpu-idle-action=requeue has asked for the stop
   WallClock::time_point ckpt_time_;
+  RunRecord run_;           // this run, for dl-stats
+  std::string stats_root_;  // where its record goes; empty: nowhere
 };
 
 }  // namespace dl

@@ -328,9 +328,11 @@ int run(int argc, char** argv) {
     job.max_restarts = spec->max_restarts;
     job.watchdog = spec->watchdog;
     job.preemptible = spec->preemptible;
+    job.gpus = spec->gpus.value_or(0);
   }
   job.restart_count = static_cast<std::uint32_t>(
       parse_uint("SLURM_RESTART_COUNT", getenv_or("SLURM_RESTART_COUNT", "0"), 0, UINT32_MAX));
+  job.requeue_count = job.restart_count;
   job.job = slurm::job_from_env();
   if (role == Role::launcher) {
     set_log_prefix_text(fmt::format("[job@{}] dlrun: ", job.node));

@@ -138,6 +138,8 @@ JobInfo load_job(const JobRef& job) {
     info.preempted = j.preempt_time != 0;
     info.nodes = j.nodes ? j.nodes : "";
     info.batch_host = j.batch_host ? j.batch_host : "";
+    if (j.submit_time > 0) info.submitted = WallClock::from_time_t(j.submit_time);
+    if (running && j.start_time > 0) info.started = WallClock::from_time_t(j.start_time);
     if (info.batch) {
       char path[4096] = {};
       slurm_get_job_stdout(path, sizeof path, const_cast<slurm_job_info_t*>(&j));

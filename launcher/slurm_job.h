@@ -38,6 +38,8 @@ struct JobInfo {
   std::string batch_host;  // the node running the batch script
   std::string std_out;     // a batch job's output and error files, patterns expanded
   std::string std_err;
+  std::optional<WallClock::time_point> submitted;  // Slurm's submit time
+  std::optional<WallClock::time_point> started;    // a running job's allocation start
 };
 
 // slurm_init once per process (reads SLURM_CONF like every Slurm command).

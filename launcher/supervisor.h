@@ -41,7 +41,9 @@ struct JobSettings {
   std::optional<std::chrono::seconds> ckpt_every;
   std::chrono::seconds grace{120};
   std::uint32_t max_restarts = 3;
-  std::uint32_t restart_count = 0;
+  std::uint32_t restart_count = 0;   // runs before this one (DL_RESTART_COUNT)
+  std::uint32_t requeue_count = 0;   // requeues before this allocation (SLURM_RESTART_COUNT)
+  std::uint32_t gpus = 0;            // --dl-gpus; 0: not given
   std::chrono::seconds watchdog{0};  // --dl-watchdog; 0: off
   bool preemptible = false;          // --dl-preemptible
   std::string node;                  // SLURMD_NODENAME

@@ -61,12 +61,12 @@ print("" if v is None else v)' "$@"
   ! grep -q "sit idle" idle.out || false
 }
 
-@test "--gpu-idle-action=requeue: a preemptible job whose GPUs sit idle is checkpointed, requeued and resumed; another keeps its GPUs" {
+@test "--gpu-idle-action=requeue: a preemptible job whose GPUs sit idle is checkpointed, requeued and resumed (dl-stats shows both runs); another keeps its GPUs" {
   printf '%s\n' '* 0 0 30000 80000 250' '* 1 0 2000 80000 60' >idle.txt
   printf '%s\n' '* 0 80 30000 80000 250' '* 1 80 2000 80000 60' >busy.txt
   cp idle.txt gpus.txt
   dlrun_args="--gpu-interval=1s --gpu-idle=5%:10s --gpu-idle-action=requeue"
-  job=$(submit -N1 --dl-gpus=1 --dl-preemptible --export="ALL,LD_LIBRARY_PATH=$FAKE_NVML,DL_FAKE_NVML=$PWD/gpus.txt" \
+  job=$(submit -N1 --dl-gpus=1 --dl-preemptible --export="ALL,LD_LIBRARY_PATH=$FAKE_NVML,DL_FAKE_NVML=$PWD/gpus.txt,DL_STATS_DIR=$PWD/stats" \
     -o out.txt --open-mode=append --wrap "srun --mpi=pmix $DLRUN $dlrun_args $TRAINER --steps 300 --step-ms 100")
   kept=$(submit -N1 --dl-gpus=1 --export="ALL,LD_LIBRARY_PATH=$FAKE_NVML,DL_FAKE_NVML=$PWD/idle.txt" \
     -o kept.txt --wrap "srun --mpi=pmix $DLRUN $dlrun_args $TRAINER --steps 300 --step-ms 100")
@@ -76,6 +76,22 @@ print("" if v is None else v)' "$@"
   [ "$(job_field "$job" Restarts)" = 1 ]
   grep -Eq "start rank=0 world=1 restart=1 resume=/.*/step-0*[1-9][0-9]* first_step=[1-9]" out.txt
   grep -q "done rank=0 step=300" out.txt
+  # dl-stats: the idle run, the requeue, the busy run; the GPU's average between the two.
+  run "$DL_BUILD_DIR/launcher/dl-stats" --dir "$PWD/stats" "$job"
+  echo "$output"
+  [ "$status" -eq 0 ]
+  [[ $output == "job $job: 2 runs (1 requeue, 0 restarts inside the allocation), 1 GPU, step 299, completed"* ]]
+  [[ $output == *"GPU-hours: "*" allocated, "*" used ("*"%)"* ]]
+  "$DL_BUILD_DIR/launcher/dl-stats" --dir "$PWD/stats" --json "$job" | /usr/bin/python3 -c '
+import json, sys
+r = json.load(sys.stdin)
+s = r["seconds"]
+assert (r["runs"], r["requeues"], r["gpus"], len(r["per_gpu"])) == (2, 1, 1, 1), r
+assert s["requeue_waits"] > 0 and s["queued"] >= 0 and s["training"] > 20, s
+assert abs(sum(v for k, v in s.items() if k != "total") - s["total"]) < 1e-6, s
+assert 0 < r["per_gpu"][0]["util_avg"] < 80, r
+assert 0 < r["gpu_hours_used"] < r["gpu_hours_allocated"], r
+assert r["per_gpu"][0]["mem_peak_bytes"] == 30000 << 20, r'
   # Not --dl-preemptible: flagged, told so, never stopped.
   wait_state "$kept" COMPLETED 60
   grep -q "every GPU of the job has been below 5% for [0-9]*[smh]: they sit idle" kept.txt
