@@ -97,7 +97,7 @@ fake_deb() {
   list() { dpkg-deb -c "$top/deb1/$1"_*.deb | awk '{ print $6 }' | sed 's#^\./#/#'; }
   plugins=/usr/lib/x86_64-linux-gnu/slurm-dl
   list slurm-dl >"$top/slurm-dl.list"
-  for f in $plugins/spank_dl.so /usr/bin/dlrun /usr/bin/dl-jobs /usr/bin/dl-ckpt /usr/bin/dl-exp \
+  for f in $plugins/spank_dl.so /usr/bin/dlrun /usr/bin/dl-jobs /usr/bin/dl-stats /usr/bin/dl-ckpt /usr/bin/dl-exp \
     /usr/bin/dl-search /usr/bin/dl-sim /usr/share/man/man8/spank_dl.8.gz /usr/share/man/man1/dlrun.1.gz \
     /usr/share/doc/slurm-dl/examples/dl.conf /usr/share/doc/slurm-dl/examples/slurm.conf.dl \
     /usr/share/doc/slurm-dl/examples/train_ddp.py /usr/share/doc/slurm-dl/copyright \
