@@ -59,8 +59,8 @@ std::string gpu_owner_file_name(const GpuOwner& owner) {
 }
 
 std::string format_gpu_owner(const GpuOwner& owner) {
-  return fmt::format("node={} job={} uid={} user={} gpus={}\n", owner.node, owner.job, owner.uid,
-                     owner.user, fmt::join(owner.gpus, ","));
+  return fmt::format("node={} job={} uid={} user={} gpus={} account={}\n", owner.node, owner.job,
+                     owner.uid, owner.user, fmt::join(owner.gpus, ","), owner.account);
 }
 
 GpuOwner parse_gpu_owner(std::string_view text) {
@@ -71,10 +71,11 @@ GpuOwner parse_gpu_owner(std::string_view text) {
   if (text.empty() || text.back() != '\n') throw bad("not one line ending in a newline");
   text.remove_suffix(1);
   if (text.find('\n') != std::string_view::npos) throw bad("more than one line");
-  static const char* const kKeys[] = {"node", "job", "uid", "user", "gpus"};
+  static const char* const kKeys[] = {"node", "job", "uid", "user", "gpus", "account"};
   std::map<std::string, std::string> fields;
   std::size_t start = 0;
   for (const char* key : kKeys) {
+    if (start == text.size() + 1 && std::string_view(key) == "account") break;
     const auto space = std::min(text.find(' ', start), text.size());
     const auto field = text.substr(start, space - start);
     const auto eq = field.find('=');
@@ -84,12 +85,16 @@ GpuOwner parse_gpu_owner(std::string_view text) {
     fields[key] = std::string(field.substr(eq + 1));
     start = space + 1;
   }
-  if (start <= text.size()) throw bad("more than five fields");
+  if (start <= text.size()) throw bad("more than six fields");
   GpuOwner o;
   o.node = fields["node"];
   o.user = fields["user"];
   if (!is_name(o.node)) throw bad(fmt::format("node '{}' is not a node name", o.node));
   if (!is_name(o.user)) throw bad(fmt::format("user '{}' is not a user name", o.user));
+  o.account = fields["account"];
+  if (!o.account.empty() && !is_name(o.account)) {
+    throw bad(fmt::format("account '{}' is not an account name", o.account));
+  }
   try {
     o.job = static_cast<std::uint32_t>(decimal(fields["job"], 0xffffffffu));
     o.uid = static_cast<uid_t>(decimal(fields["uid"], 0xfffffffeu));

@@ -19,6 +19,7 @@ struct GpuOwner {
   uid_t uid = 0;               // the job's user
   std::string user;            // their name
   std::vector<unsigned> gpus;  // Slurm's GPU indices on the node (/dev/nvidia<N>)
+  std::string account;         // the job's Slurm account; "" without accounting
 };
 
 inline constexpr std::size_t kMaxGpuOwnerBytes = 4096;
@@ -30,11 +31,13 @@ std::vector<unsigned> parse_gpu_index_list(std::string_view text);
 // "<node>.<job>": the record's file name; one job's records on two nodes never collide.
 std::string gpu_owner_file_name(const GpuOwner& owner);
 
-// One line: "node=n1 job=12 uid=1000 user=alice gpus=0,1\n".
+// One line: "node=n1 job=12 uid=1000 user=alice gpus=0,1 account=vision\n".
 std::string format_gpu_owner(const GpuOwner& owner);
 
 // The record back; InputError unless it is exactly one such line with a node and user
-// name of letters, digits, '.', '_' and '-' (at most 64 bytes) and a job id above 0.
+// name of letters, digits, '.', '_' and '-' (at most 64 bytes), a job id above 0 and an
+// account of the same letters (or empty); a record without the account (written by an
+// earlier version, before an upgrade) has none.
 GpuOwner parse_gpu_owner(std::string_view text);
 
 }  // namespace dl

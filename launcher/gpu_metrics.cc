@@ -55,9 +55,10 @@ std::string format_gpu_metrics(std::string_view node, const std::vector<GpuOwner
         if (o.node != node || std::find(o.gpus.begin(), o.gpus.end(), s.minor) == o.gpus.end()) {
           continue;
         }
-        out +=
-            fmt::format("{}{{jobid=\"{}\",user=\"{}\",node=\"{}\",gpu=\"{}\"}} {}\n", m.name, o.job,
-                        prometheus_label_value(o.user), prometheus_label_value(node), s.minor, *v);
+        out += fmt::format(
+            "{}{{jobid=\"{}\",user=\"{}\",account=\"{}\",node=\"{}\",gpu=\"{}\"}} {}\n", m.name,
+            o.job, prometheus_label_value(o.user), prometheus_label_value(o.account),
+            prometheus_label_value(node), s.minor, *v);
       }
     }
   }

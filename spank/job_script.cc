@@ -84,6 +84,8 @@ int job_prolog(spank_t sp, int argc, char** argv) {
     GpuOwner o = this_job(sp);
     o.gpus = parse_gpu_index_list(gpus);
     o.user = user_name_of(o.uid);
+    // Slurm's prolog environment; empty without accounting.
+    if (const char* account = std::getenv("SLURM_JOB_ACCOUNT")) o.account = account;
     // Checked as the exporter will check it: a record it would refuse is not written.
     const std::string text = format_gpu_owner(o);
     parse_gpu_owner(text);

@@ -52,15 +52,18 @@ promql() {
   # The record is root's, in a directory no one else can write.
   [ "$(stat -c %U:%a "$OWNERS")" = root:755 ]
   [ "$(stat -c %U "$OWNERS/n1.$job")" = root ]
-  grep -qx "node=n1 job=$job uid=$(id -u dltest) user=dltest gpus=0" "$OWNERS/n1.$job"
+  # The job's account as Slurm has it (none without accounting).
+  account=$(job_field "$job" Account)
+  [ "$account" != "(null)" ] || account=""
+  grep -qx "node=n1 job=$job uid=$(id -u dltest) user=dltest gpus=0 account=$account" "$OWNERS/n1.$job"
 
   exporter --once
   out=$(cat text/slurm_dl_gpu.prom)
   echo "$out"
   [ "$(grep -c '^slurm_dl_gpu' <<<"$out")" -eq 4 ]
-  grep -qx "slurm_dl_gpu_utilization{jobid=\"$job\",user=\"dltest\",node=\"n1\",gpu=\"0\"} 80" <<<"$out"
-  grep -qx "slurm_dl_gpu_memory_used_bytes{jobid=\"$job\",user=\"dltest\",node=\"n1\",gpu=\"0\"} 31457280000" <<<"$out"
-  grep -qx "slurm_dl_gpu_power_watts{jobid=\"$job\",user=\"dltest\",node=\"n1\",gpu=\"0\"} 250" <<<"$out"
+  grep -qx "slurm_dl_gpu_utilization{jobid=\"$job\",user=\"dltest\",account=\"$account\",node=\"n1\",gpu=\"0\"} 80" <<<"$out"
+  grep -qx "slurm_dl_gpu_memory_used_bytes{jobid=\"$job\",user=\"dltest\",account=\"$account\",node=\"n1\",gpu=\"0\"} 31457280000" <<<"$out"
+  grep -qx "slurm_dl_gpu_power_watts{jobid=\"$job\",user=\"dltest\",account=\"$account\",node=\"n1\",gpu=\"0\"} 250" <<<"$out"
   grep -qx '# TYPE slurm_dl_gpu_utilization gauge' <<<"$out"
   ! grep -q 'gpu="1"' <<<"$out" || false
 
@@ -102,7 +105,7 @@ promql() {
   [ "$output" = "dl-gpu-metrics: --interval=0s: expected a duration such as 90s, 30m or 2h, from 1s to 1h" ]
 }
 
-@test "Prometheus scrapes a plain job's GPU through node_exporter" {
+@test "Prometheus scrapes a plain job's GPU through node_exporter; dl-gpu-usage reports its GPU-hours" {
   if ! command -v prometheus >/dev/null || ! command -v prometheus-node-exporter >/dev/null; then
     [ -z "${CI:-}" ] || { echo "prometheus and prometheus-node-exporter are missing" >&2; return 1; }
     skip "install prometheus and prometheus-node-exporter (scripts/bootstrap does)"
@@ -142,4 +145,19 @@ assert (m["jobid"], m["user"], m["node"], m["gpu"]) == (sys.argv[1], "dltest", "
 assert r[0]["value"][1] == "80", r' "$job"
   # Only the job's GPU: nothing of GPU 1.
   [ "$(promql 'count(slurm_dl_gpu_utilization)' | grep -o '"value":\[[0-9.]*,"[0-9]*"' | cut -d'"' -f4)" = 1 ]
+
+  # The usage report: dltest's one job, its GPU-hours allocated and 80% of them used.
+  sleep 3
+  usage="$DL_BUILD_DIR/launcher/dl-gpu-usage --prometheus http://127.0.0.1:$PROM_PORT --since 10m --resolution 1s"
+  $usage
+  $usage --json | /usr/bin/python3 -c '
+import json, sys
+rows = {r["user"]: r for r in json.load(sys.stdin)["rows"]}
+assert list(rows) == ["dltest"], rows
+r = rows["dltest"]
+assert r["jobs"] == 1 and r["gpu_hours_allocated"] > 0, r
+assert abs(r["gpu_hours_used"] - 0.8 * r["gpu_hours_allocated"]) < 1e-9, r'
+  run $usage --by partition
+  [ "$status" -eq 2 ]
+  [ "$output" = "dl-gpu-usage: --by=partition: expected user or account" ]
 }

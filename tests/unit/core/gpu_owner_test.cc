@@ -19,8 +19,8 @@ std::string refusal(const std::string& text) {
 }
 
 TEST(GpuOwner, RoundTripsThroughItsRecord) {
-  const GpuOwner o{"n1", 42, 1000, "dltest", {0, 3}};
-  EXPECT_EQ(format_gpu_owner(o), "node=n1 job=42 uid=1000 user=dltest gpus=0,3\n");
+  const GpuOwner o{"n1", 42, 1000, "dltest", {0, 3}, "vision"};
+  EXPECT_EQ(format_gpu_owner(o), "node=n1 job=42 uid=1000 user=dltest gpus=0,3 account=vision\n");
   EXPECT_EQ(gpu_owner_file_name(o), "n1.42");
   const GpuOwner back = parse_gpu_owner(format_gpu_owner(o));
   EXPECT_EQ(back.node, "n1");
@@ -28,6 +28,10 @@ TEST(GpuOwner, RoundTripsThroughItsRecord) {
   EXPECT_EQ(back.uid, 1000u);
   EXPECT_EQ(back.user, "dltest");
   EXPECT_EQ(back.gpus, (std::vector<unsigned>{0, 3}));
+  EXPECT_EQ(back.account, "vision");
+  // Without accounting, no account; a record of an earlier version, none either.
+  EXPECT_EQ(parse_gpu_owner("node=n1 job=1 uid=0 user=a gpus=0 account=\n").account, "");
+  EXPECT_EQ(parse_gpu_owner("node=n1 job=1 uid=0 user=a gpus=0\n").account, "");
 }
 
 TEST(GpuOwner, RefusesHostileRecords) {
@@ -53,7 +57,11 @@ TEST(GpuOwner, RefusesHostileRecords) {
   EXPECT_EQ(refusal("node=n1 uid=0 job=1 user=a gpus=0\n"),
             "GPU owner record: expected job=... as field 2");
   EXPECT_EQ(refusal("node=n1 job=1 uid=0 user=a gpus=0 extra=1\n"),
-            "GPU owner record: more than five fields");
+            "GPU owner record: expected account=... as field 6");
+  EXPECT_EQ(refusal("node=n1 job=1 uid=0 user=a gpus=0 account=x extra=1\n"),
+            "GPU owner record: more than six fields");
+  EXPECT_EQ(refusal("node=n1 job=1 uid=0 user=a gpus=0 account=x\"}\n"),
+            "GPU owner record: account 'x\"}' is not an account name");
   EXPECT_EQ(refusal("node=n1 job=1 uid=0 user=a gpus=\n"), "GPU owner record: no GPUs");
   EXPECT_EQ(refusal("node=n1 job=1 uid=0 user=a gpus=0,0\n"), "GPU list '0,0': GPU 0 given twice");
   EXPECT_EQ(refusal(std::string(5000, 'x') + "\n"), "GPU owner record: longer than 4096 bytes");
