@@ -82,6 +82,12 @@ void record_event(const std::string& kind, const std::string& reason,
   append(std::move(r));
 }
 
+void record_metrics(std::int64_t step, const std::vector<std::pair<std::string, double>>& values) {
+  nlohmann::json v = nlohmann::json::object();
+  for (const auto& [name, value] : values) v[name] = value;
+  append({{"kind", "metrics"}, {"step", step}, {"values", v}});
+}
+
 void record_logs(const std::vector<std::string>& paths) {
   std::vector<std::string> seen;
   for (const auto& path : paths) {

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace dl::exp {
@@ -30,6 +31,10 @@ std::vector<std::string> start_trial(std::uint32_t restart_count, const RunStart
 // An event of the run; `kind` is one of exp/journal.h's state_after() kinds.
 void record_event(const std::string& kind, const std::string& reason,
                   std::optional<std::int64_t> step = std::nullopt);
+
+// Figures dlrun measures itself (the GPUs' utilization and memory), as metrics of
+// `step`, in dlrun's journal: shown and plotted like the program's.
+void record_metrics(std::int64_t step, const std::vector<std::pair<std::string, double>>& values);
 
 // The trial's log files (a batch job's output and error files); empty paths are skipped.
 void record_logs(const std::vector<std::string>& paths);

@@ -362,8 +362,17 @@ void Coordinator::tick(Steady::time_point now) {
   if (now >= next_status_) {
     update_status(now, false);
     save_run_record();
+    record_gpu_metrics(now);
     next_status_ = now + options_.status_interval;
   }
+}
+
+void Coordinator::record_gpu_metrics(Steady::time_point now) {
+  const auto g = gpu_.figures(now);
+  const std::int64_t step = own_.page().step.load(std::memory_order_acquire);
+  if (!g || step < 0) return;
+  exp::record_metrics(step, {{"gpu_util", g->util},
+                             {"gpu_mem_gib", static_cast<double>(g->mem_used) / (1u << 30)}});
 }
 
 void Coordinator::check_idle(Steady::time_point now) {

@@ -67,6 +67,9 @@ class Coordinator {
   // Writes this run's record for dl-stats (launcher/run_stats.h); a failure is logged once
   // and the run goes on without it.
   void save_run_record();
+  // The GPUs' utilization and memory now, as metrics of the current step of the trial
+  // (with --dl-experiment), at each status update.
+  void record_gpu_metrics(Steady::time_point now);
 
   SupervisorOptions options_;
   JobSettings job_;

@@ -61,13 +61,14 @@ print("" if v is None else v)' "$@"
   ! grep -q "sit idle" idle.out || false
 }
 
-@test "--gpu-idle-action=requeue: a preemptible job whose GPUs sit idle is checkpointed, requeued and resumed (dl-stats shows both runs); another keeps its GPUs" {
+@test "--gpu-idle-action=requeue: a preemptible job whose GPUs sit idle is checkpointed, requeued and resumed (dl-stats and dl-exp show both runs); another keeps its GPUs" {
   printf '%s\n' '* 0 0 30000 80000 250' '* 1 0 2000 80000 60' >idle.txt
   printf '%s\n' '* 0 80 30000 80000 250' '* 1 80 2000 80000 60' >busy.txt
   cp idle.txt gpus.txt
   dlrun_args="--gpu-interval=1s --gpu-idle=5%:10s --gpu-idle-action=requeue"
-  job=$(submit -N1 --dl-gpus=1 --dl-preemptible --export="ALL,LD_LIBRARY_PATH=$FAKE_NVML,DL_FAKE_NVML=$PWD/gpus.txt,DL_STATS_DIR=$PWD/stats" \
-    -o out.txt --open-mode=append --wrap "srun --mpi=pmix $DLRUN $dlrun_args $TRAINER --steps 300 --step-ms 100")
+  job=$(submit -N1 --dl-gpus=1 --dl-preemptible --dl-experiment=idle \
+    --export="ALL,LD_LIBRARY_PATH=$FAKE_NVML,DL_FAKE_NVML=$PWD/gpus.txt,DL_STATS_DIR=$PWD/stats,DL_EXP_ROOT=$PWD/exp" \
+    -o out.txt --open-mode=append --wrap "srun --mpi=pmix $DLRUN $dlrun_args --status-interval=2s $TRAINER --steps 300 --step-ms 100")
   kept=$(submit -N1 --dl-gpus=1 --export="ALL,LD_LIBRARY_PATH=$FAKE_NVML,DL_FAKE_NVML=$PWD/idle.txt" \
     -o kept.txt --wrap "srun --mpi=pmix $DLRUN $dlrun_args $TRAINER --steps 300 --step-ms 100")
   wait_until 60 'grep -q "every GPU below 5% for 10s (--gpu-idle-action=requeue): checkpoint round" out.txt'
@@ -92,6 +93,15 @@ assert abs(sum(v for k, v in s.items() if k != "total") - s["total"]) < 1e-6, s
 assert 0 < r["per_gpu"][0]["util_avg"] < 80, r
 assert 0 < r["gpu_hours_used"] < r["gpu_hours_allocated"], r
 assert r["per_gpu"][0]["mem_peak_bytes"] == 30000 << 20, r'
+  # The trial's GPU series, recorded by dlrun beside the program's metrics: 0% while idle,
+  # 80% once resumed, each step once.
+  DL_EXP_ROOT=$PWD/exp "$DL_BUILD_DIR/exp/dl-exp" metrics idle --json | /usr/bin/python3 -c '
+import json, sys
+m = [x for x in json.load(sys.stdin)["metrics"] if x["name"] == "gpu_util"]
+values = [x["value"] for x in sorted(m, key=lambda x: x["step"])]
+assert values and values[0] == 0 and values[-1] == 80 and set(values) <= {0, 80}, values
+steps = [x["step"] for x in m]
+assert len(steps) == len(set(steps)), steps'
   # Not --dl-preemptible: flagged, told so, never stopped.
   wait_state "$kept" COMPLETED 60
   grep -q "every GPU of the job has been below 5% for [0-9]*[smh]: they sit idle" kept.txt
