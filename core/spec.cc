@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cctype>
 
+#include "config.h"
 #include "core/error.h"
 #include "core/parse.h"
 
@@ -207,15 +208,23 @@ SiteConfig parse_site_config(const std::vector<std::string>& args) {
       } else {
         site.gpu_metrics_dir = parse_ckpt_dir(s);
       }
+    } else if (key == "slurm_bindir") {
+      site.slurm_bindir = parse_ckpt_dir(s);
     } else {
       throw InputError(
           fmt::format("plugstack argument '{}': unknown key '{}' (expected default_ckpt_root, "
-                      "allowed_ckpt_roots, max_gpus, default_grace, shared_ckpt_root, "
-                      "drain_after, drain_state_dir, down_failed_batch_host or gpu_metrics)",
+                      "allowed_ckpt_roots, max_gpus, default_grace, shared_ckpt_root, drain_after, "
+                      "drain_state_dir, down_failed_batch_host, gpu_metrics or slurm_bindir)",
                       arg, key));
     }
   }
   return site;
+}
+
+std::string SiteConfig::default_slurm_bindir() { return DL_SLURM_BINDIR; }
+
+std::string slurm_tool_path(const SiteConfig& site, std::string_view tool) {
+  return site.slurm_bindir + "/" + std::string(tool);
 }
 
 bool spec_requested(const RawOptions& raw, const EnvLookup& env) {

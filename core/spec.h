@@ -45,13 +45,21 @@ struct SiteConfig {
   // dl-gpu-metrics (see core/gpu_owner.h): a node-local directory, root's, mode 0755;
   // empty: no records (the default, gpu_metrics=off).
   std::string gpu_metrics_dir;
+  // Where Slurm's scontrol, sinfo and squeue are, for drain_after and
+  // down_failed_batch_host (run as root): by default the directory configure found them
+  // in (--with-slurm-bindir).
+  std::string slurm_bindir = default_slurm_bindir();
 
+  static std::string default_slurm_bindir();
   std::vector<std::string> effective_ckpt_roots() const;
 };
 
 // Parses "key=value" plugstack arguments; an unknown key or bad value throws
 // InputError naming it.
 SiteConfig parse_site_config(const std::vector<std::string>& args);
+
+// The path of Slurm's `tool` (scontrol, sinfo, squeue) for the site.
+std::string slurm_tool_path(const SiteConfig& site, std::string_view tool);
 
 struct Elastic {
   std::uint32_t min = 0;

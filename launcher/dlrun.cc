@@ -22,6 +22,7 @@
 #include "core/log.h"
 #include "core/node_down.h"
 #include "core/parse.h"
+#include "core/plugstack.h"
 #include "core/signals.h"
 #include "core/spec.h"
 #include "core/sysio.h"
@@ -207,6 +208,12 @@ int run(int argc, char** argv) {
   std::string resume_verify = "full";
   bool no_prefix = false;
   bool verbose = false;
+  std::string check_config;
+  app.add_option("--check-config", check_config,
+                 "check the spank_dl.so line of plugstack.conf FILE (or of a file it includes) "
+                 "with the plugin's own parser, print its settings and OK, and exit (2: Slurm "
+                 "would fail to load the plugin)")
+      ->type_name("FILE");
   app.add_option("--ckpt-signal", ckpt_signal,
                  "signal sent to the program when a checkpoint step is agreed, or none "
                  "(default URG)")
@@ -251,6 +258,10 @@ int run(int argc, char** argv) {
     return app.exit(e);
   }
   install_log_sink(verbose);
+  if (!check_config.empty()) {
+    for (const auto& line : check_plugstack(check_config)) std::printf("%s\n", line.c_str());
+    return 0;
+  }
 
   SupervisorOptions options;
   options.command = app.remaining();

@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <sstream>
 
 #include "core/error.h"
 
@@ -45,33 +44,6 @@ void check_spank_env_size(std::size_t entries, std::size_t longest) {
         "the job's SPANK environment has an entry of {} bytes; a slurm-dl job's are at most {}",
         longest, kMaxSpankEnvEntry));
   }
-}
-
-PlugstackScan scan_plugstack(std::string_view text, std::string_view plugin_name) {
-  PlugstackScan scan;
-  std::istringstream in{std::string(text)};
-  std::string line;
-  while (std::getline(in, line)) {
-    if (const auto hash = line.find('#'); hash != std::string::npos) line.erase(hash);
-    std::istringstream words(line);
-    std::string first;
-    if (!(words >> first)) continue;
-    if (first == "include") {
-      std::string pattern;
-      if (words >> pattern) scan.includes.push_back(pattern);
-      continue;
-    }
-    if (first != "required" && first != "optional") continue;
-    std::string plugin;
-    if (!(words >> plugin)) continue;
-    const auto slash = plugin.rfind('/');
-    const std::string base = slash == std::string::npos ? plugin : plugin.substr(slash + 1);
-    if (base != plugin_name || scan.dl_args) continue;
-    std::vector<std::string> args;
-    for (std::string arg; words >> arg;) args.push_back(arg);
-    scan.dl_args = std::move(args);
-  }
-  return scan;
 }
 
 }  // namespace dl

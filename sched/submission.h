@@ -5,7 +5,6 @@
 #pragma once
 
 #include <cstddef>
-#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -27,19 +26,5 @@ std::vector<std::string> partition_names(std::string_view list);
 // Throws InputError when a SPANK environment of `entries` strings holds more entries
 // than kMaxSpankEnvEntries or an entry longer than kMaxSpankEnvEntry (`longest`).
 void check_spank_env_size(std::size_t entries, std::size_t longest);
-
-// The plugstack.conf lines that matter for slurm-dl's limits.
-struct PlugstackScan {
-  // The arguments of the spank_dl.so line (its key=value site settings); nullopt when
-  // the text has no such line.
-  std::optional<std::vector<std::string>> dl_args;
-  // The patterns of its "include" lines, for the caller to expand and scan too.
-  std::vector<std::string> includes;
-};
-
-// Reads one plugstack.conf text ("required|optional <plugin> [args...]" and
-// "include <glob>" lines, '#' comments). `plugin_name` is matched against the last
-// path component of the plugin ("spank_dl.so").
-PlugstackScan scan_plugstack(std::string_view text, std::string_view plugin_name);
 
 }  // namespace dl

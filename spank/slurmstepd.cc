@@ -150,13 +150,13 @@ bool drain_watched(spank_t sp) {
   return job_getenv(sp, "DL_JOB_LAUNCHER") == std::optional<std::string>("1");
 }
 
-// Runs /usr/bin/`tool` (scontrol, sinfo, squeue) with `args` (no shell, a clean environment: PATH
-// and slurmstepd's own SLURM_CONF), its output to `out` when given; waits at most 20 s.
-// Returns its exit code.
+// Runs Slurm's `tool` (scontrol, sinfo, squeue, from slurm_bindir) with `args` (no shell, a clean
+// environment: PATH and slurmstepd's own SLURM_CONF), its output to `out` when given; waits at most
+// 20 s. Returns its exit code.
 int run_slurm_tool(const std::string& tool, const std::vector<std::string>& args,
                    std::string* out) {
   CommandSpec spec;
-  spec.argv = {"/usr/bin/" + tool};
+  spec.argv = {slurm_tool_path(site_config(), tool)};
   spec.argv.insert(spec.argv.end(), args.begin(), args.end());
   spec.env = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin"};
   if (const char* conf = std::getenv("SLURM_CONF")) {

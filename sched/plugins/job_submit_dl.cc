@@ -9,7 +9,6 @@
 // accepts is then written back in the one form the other plugins read
 // (sched/spank_env.h), whatever spelling the client used.
 #include <fmt/format.h>
-#include <glob.h>
 
 #include <csignal>
 #include <cstring>
@@ -17,6 +16,7 @@
 
 #include "config.h"
 #include "core/error.h"
+#include "core/plugstack.h"
 #include "core/spec.h"
 #include "core/user_db.h"
 #include "sched/gang.h"
@@ -54,31 +54,19 @@ std::vector<part_record_t*> partitions_of(const job_desc_msg_t* job) {
 // The arguments of the spank_dl.so line in PlugStackConfig or a file it includes;
 // nullopt when there is none. `where` is set to the file that has it.
 std::optional<std::vector<std::string>> plugstack_dl_args(std::string& where) {
-  std::vector<std::string> files;
-  if (slurm_conf.plugstack && *slurm_conf.plugstack) files.emplace_back(slurm_conf.plugstack);
-  // A bound against include loops.
-  for (std::size_t i = 0; i < files.size() && i < 256; ++i) {
-    std::optional<std::string> text;
-    try {
-      text = read_file(files[i]);
-    } catch (const std::exception& e) {
-      error("dl: job_submit: %s", e.what());
-    }
-    if (!text) continue;
-    PlugstackScan scan = scan_plugstack(*text, "spank_dl.so");
-    if (scan.dl_args) {
-      where = files[i];
-      return std::move(scan.dl_args);
-    }
-    for (const auto& pattern : scan.includes) {
-      glob_t g{};
-      if (glob(pattern.c_str(), 0, nullptr, &g) == 0) {
-        for (std::size_t k = 0; k < g.gl_pathc; ++k) files.emplace_back(g.gl_pathv[k]);
-      }
-      globfree(&g);
-    }
-  }
-  return std::nullopt;
+  if (!slurm_conf.plugstack || !*slurm_conf.plugstack) return std::nullopt;
+  auto line = find_plugstack_line(slurm_conf.plugstack, "spank_dl.so",
+                                  [](const std::string& file) -> std::optional<std::string> {
+                                    try {
+                                      return read_file(file);
+                                    } catch (const std::exception& e) {
+                                      error("dl: job_submit: %s", e.what());
+                                      return std::nullopt;
+                                    }
+                                  });
+  if (!line) return std::nullopt;
+  where = line->file;
+  return std::move(line->args);
 }
 
 // The site's settings for the SPANK plugin, read for every DL submission as sbatch

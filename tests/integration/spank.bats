@@ -444,13 +444,25 @@ node_up() { [[ ! $(sinfo -h -n "n$1" -o %T) =~ drain ]]; }
   done
 }
 
-@test "a bad plugstack argument is a load error naming it" {
+@test "a bad plugstack argument is a load error naming it, which dlrun --check-config finds first" {
   sed "s|^PlugStackConfig=.*|PlugStackConfig=$PWD/plugstack.conf|" "$SLURM_CONF" >slurm.conf
   plugin=$(awk '{print $2}' "$mcdir/plugstack.conf")
-  echo "required $plugin max_gpu=8" >plugstack.conf
+  # The cluster's own line passes the check.
+  run "$DL_BUILD_DIR/launcher/dlrun" --check-config "$mcdir/plugstack.conf"
+  echo "$output"
+  [ "$status" -eq 0 ]
+  [[ ${lines[0]} == "$mcdir/plugstack.conf:1: required $plugin default_ckpt_root=$ckpt_root"* ]]
+  [ "${lines[-1]}" = OK ]
+  # A typo: the check names the line and says what the plugin will say; Slurm then
+  # fails every command with it.
+  unknown="plugstack argument 'max_gpu=8': unknown key 'max_gpu' (expected default_ckpt_root, allowed_ckpt_roots, max_gpus, default_grace, shared_ckpt_root, drain_after, drain_state_dir, down_failed_batch_host, gpu_metrics or slurm_bindir)"
+  printf '# site\nrequired %s max_gpu=8\n' "$plugin" >plugstack.conf
+  run "$DL_BUILD_DIR/launcher/dlrun" --check-config "$PWD/plugstack.conf"
+  [ "$status" -eq 2 ]
+  [ "$output" = "dlrun: $PWD/plugstack.conf:2: spank_dl.so would refuse to load: $unknown" ]
   SLURM_CONF=$PWD/slurm.conf run sbatch --wrap true
   [ "$status" -ne 0 ]
-  echo "$output" | head -n 1 | grep -qxF "sbatch: error: dl: slurm_spank_init: plugstack argument 'max_gpu=8': unknown key 'max_gpu' (expected default_ckpt_root, allowed_ckpt_roots, max_gpus, default_grace, shared_ckpt_root, drain_after, drain_state_dir, down_failed_batch_host or gpu_metrics)"
+  echo "$output" | head -n 1 | grep -qxF "sbatch: error: dl: slurm_spank_init: $unknown"
   echo "required $plugin max_gpus=none" >plugstack.conf
   SLURM_CONF=$PWD/slurm.conf run sbatch --wrap true
   [ "$status" -ne 0 ]

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <map>
 
+#include "config.h"
 #include "core/error.h"
 
 namespace dl {
@@ -214,7 +215,7 @@ TEST(Spec, SiteConfigErrorsNameTheKey) {
   EXPECT_EQ(error({"max_gpu=8"}),
             "plugstack argument 'max_gpu=8': unknown key 'max_gpu' (expected "
             "default_ckpt_root, allowed_ckpt_roots, max_gpus, default_grace, shared_ckpt_root, "
-            "drain_after, drain_state_dir, down_failed_batch_host or gpu_metrics)");
+            "drain_after, drain_state_dir, down_failed_batch_host, gpu_metrics or slurm_bindir)");
   EXPECT_EQ(error({"down_failed_batch_host=maybe"}),
             "down_failed_batch_host=maybe: expected 1/yes/true or 0/no/false");
   EXPECT_EQ(error({"drain_after=99"}), "drain_after=99: expected a whole number from 0 to 16");
@@ -227,6 +228,16 @@ TEST(Spec, SiteConfigErrorsNameTheKey) {
   EXPECT_EQ(error({"verbose"}), "plugstack argument 'verbose': expected key=value");
   EXPECT_EQ(error({"gpu_metrics=on"}), "gpu_metrics=on: expected off or an absolute path");
   EXPECT_EQ(error({"gpu_metrics="}), "gpu_metrics=: expected off or an absolute path");
+  EXPECT_EQ(error({"slurm_bindir=bin"}), "slurm_bindir=bin: expected an absolute path");
+}
+
+// The root actions run Slurm's commands from where this build found them, unless the
+// site says otherwise.
+TEST(Spec, SlurmToolsAreWhereConfigureFoundThem) {
+  EXPECT_EQ(slurm_tool_path(parse_site_config({}), "scontrol"),
+            std::string(DL_SLURM_BINDIR) + "/scontrol");
+  EXPECT_EQ(slurm_tool_path(parse_site_config({"slurm_bindir=/opt/slurm/bin/"}), "sinfo"),
+            "/opt/slurm/bin/sinfo");
 }
 
 TEST(Spec, GpuMetricsIsOffUnlessADirectoryIsGiven) {

@@ -32,24 +32,6 @@ TEST(Submission, SpankEnvironmentIsBounded) {
   EXPECT_THROW(check_spank_env_size(3, kMaxSpankEnvEntry + 1), InputError);
 }
 
-TEST(Submission, PlugstackArgumentsOfTheDlPlugin) {
-  const auto scan = scan_plugstack(
-      "# comment\n"
-      "optional /usr/lib/spank/other.so max_gpus=1\n"
-      "required /opt/dl/lib/spank_dl.so max_gpus=8 default_grace=60s  # ours\n"
-      "include /etc/slurm/plugstack.conf.d/*.conf\n",
-      "spank_dl.so");
-  ASSERT_TRUE(scan.dl_args);
-  EXPECT_EQ(*scan.dl_args, (std::vector<std::string>{"max_gpus=8", "default_grace=60s"}));
-  EXPECT_EQ(scan.includes, std::vector<std::string>{"/etc/slurm/plugstack.conf.d/*.conf"});
-  EXPECT_EQ(parse_site_config(*scan.dl_args).max_gpus, 8u);
-
-  EXPECT_FALSE(scan_plugstack("required /x/spank_dl.so.bak\n", "spank_dl.so").dl_args);
-  const auto bare = scan_plugstack("required spank_dl.so", "spank_dl.so");
-  ASSERT_TRUE(bare.dl_args);
-  EXPECT_TRUE(bare.dl_args->empty());
-}
-
 // What the SPANK plugin hands the controller, read back with the site's limits: the
 // controller's check (make_spec over the job's SPANK environment) accepts every spec
 // the SPANK plugin writes and refuses one beyond the site's limits.
