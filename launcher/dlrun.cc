@@ -344,6 +344,13 @@ int run(int argc, char** argv) {
     ls.job = job;
     ls.max_stalled_restarts = options.max_stalled_restarts;
     if (spec && spec->elastic) ls.elastic = RankRange{spec->elastic->min, spec->elastic->max};
+    // salloc's shell has the spec only as the SPANK plugin's copy, SLURM_SPANK_DL_*.
+    ls.gpus = spec ? spec->gpus : std::nullopt;
+    if (!spec) {
+      if (const auto gpus = env_number("SLURM_SPANK_DL_GPUS")) {
+        ls.gpus = static_cast<std::uint32_t>(std::min<std::int64_t>(*gpus, UINT32_MAX));
+      }
+    }
     return run_job_launcher(std::move(ls), std::move(signals));
   }
   job.lost_leader_exit = getenv_or("DL_LOST_LEADER_EXIT", "") == std::to_string(kExitLostLeader);
