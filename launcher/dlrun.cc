@@ -32,6 +32,7 @@
 #include "launcher/local_ranks.h"
 #include "launcher/program.h"
 #include "launcher/rank_log.h"
+#include "launcher/slurm_job.h"
 #include "launcher/supervisor.h"
 
 extern char** environ;
@@ -174,6 +175,35 @@ StepView step_view() {
   v.self_pid = getpid();
   if (const char* gpus = std::getenv("CUDA_VISIBLE_DEVICES")) v.visible_gpus = gpus;
   return v;
+}
+
+// dlrun started by the user's own srun: no job-level launcher, so a failed rank is not
+// restarted inside the allocation; and a task count that is not one rank per GPU.
+void say_what_srun_gives_up(const JobSettings& job, std::uint32_t ranks,
+                            std::optional<std::uint32_t> gpus) {
+  bool batch = false;
+  try {
+    if (job.job) batch = slurm::load_job(*job.job).batch;
+  } catch (const std::exception& e) {
+    log(LogLevel::verbose, "{}", e.what());
+  }
+  if (batch) {
+    log(LogLevel::info,
+        "started by srun: a rank that fails sends the job back through the queue (requeue); "
+        "dlrun run directly in the batch script, without srun, restarts it inside the "
+        "allocation");
+  } else {
+    log(LogLevel::info,
+        "started by srun outside a batch script: a rank that fails ends the run (only batch "
+        "jobs can be requeued); dlrun run directly in a batch script or in salloc, without "
+        "srun, restarts it inside the allocation");
+  }
+  if (gpus && *gpus != ranks) {
+    log(LogLevel::info,
+        "{} {} for {} GPUs (--dl-gpus={}): for one rank per GPU give srun -n{}, or run "
+        "dlrun directly in the batch script",
+        ranks, ranks == 1 ? "rank" : "ranks", *gpus, *gpus, *gpus);
+  }
 }
 
 std::chrono::milliseconds duration_option(const char* option, const std::string& text,
@@ -396,6 +426,9 @@ int run(int argc, char** argv) {
     boot = bootstrap(job.node, resume);
   }
   set_log_prefix(boot.layout.rank, job.node);
+  if (boot.layout.rank == 0 && launch.mode != LaunchMode::local && !job.under_launcher) {
+    say_what_srun_gives_up(job, boot.layout.world_size, spec ? spec->gpus : std::nullopt);
+  }
   if (boot.layout.rank == 0 && boot.resume) {
     const ResumePoint& p = *boot.resume;
     log(LogLevel::info, "{} (restart {})", resume_message({p.path, p.step, p.writer_job, p.writer}),
