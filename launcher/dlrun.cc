@@ -1,5 +1,6 @@
-// dlrun: the launcher of a deep-learning job. In a batch script or salloc it is the
-// job-level launcher that starts (and restarts) srun steps of itself; in a step
+// dlrun: the launcher of a deep-learning job. In a batch script or salloc (the
+// recommended form) it is the job-level launcher that starts (and restarts) srun steps
+// of itself; in a step
 //   srun --mpi=pmix dlrun [options] [--] program [args...]
 // it runs one task. See man/dlrun.1. Exit codes: the program's own; 75 when the run
 // stopped after a checkpoint and the job was requeued; 76 when a rank failed in a step
@@ -218,8 +219,12 @@ int run(int argc, char** argv) {
   for (char** e = environ; *e; ++e) inherited.env.emplace_back(*e);
 
   CLI::App app{
-      "dlrun: runs one task of a deep-learning job under srun --mpi=pmix: rank bootstrap, "
-      "checkpoint on preemption or deadline, requeue, restart guard. See dlrun(1).",
+      "dlrun: launches the ranks of a deep-learning job, one per GPU, and stays in charge of "
+      "them: rank bootstrap, checkpoint on preemption or deadline, restart inside the "
+      "allocation, requeue, resume.\n"
+      "Run it directly in the batch script (or in salloc): dlrun [options] program [args...]\n"
+      "Under srun --mpi=pmix it runs one rank per task, and a rank that fails requeues the "
+      "job instead of restarting inside the allocation. See dlrun(1).",
       "dlrun"};
   app.prefix_command();
   app.set_version_flag("--version", PACKAGE_VERSION);
