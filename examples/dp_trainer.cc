@@ -1,6 +1,6 @@
 // A small deterministic data-parallel trainer, the C++ example of slurm-dl:
 //
-//   sbatch examples/dp_trainer.sbatch      (srun --mpi=pmix dlrun dp_trainer --steps 600)
+//   sbatch examples/dp_trainer.sbatch      (dlrun dp_trainer --steps 600 in the batch script)
 //
 // A linear model fitted by SGD with momentum to synthetic data. Every sample is a pure
 // function of (seed, sample index), and the global batch of step k is samples

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """The PyTorch example of slurm-dl: a DistributedDataParallel trainer (gloo, CPU).
 
-    sbatch examples/train_ddp.sbatch    (srun --mpi=pmix dlrun /usr/bin/python3 train_ddp.py)
+    sbatch examples/train_ddp.sbatch    (dlrun /usr/bin/python3 train_ddp.py in the batch script)
 
 dlrun gives every rank the torchrun variables (RANK, WORLD_SIZE, MASTER_ADDR,
 MASTER_PORT, ...), so `init_process_group("gloo")` needs no arguments. A small MLP learns

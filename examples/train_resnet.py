@@ -2,7 +2,7 @@
 """An image classifier trained the way PyTorch's DDP tutorial does (a Trainer class), made
 preemptible and resumable by slurm_dl.torch.
 
-    srun --mpi=pmix dlrun /usr/bin/python3 train_resnet.py --epochs 3 --out w.bin
+    sbatch -N2 --dl-gpus=2 --wrap "dlrun /usr/bin/python3 train_resnet.py --epochs 3 --out w.bin"
 
 torchvision's ResNet-18 (random init, dropout before its last layer; or a small CNN with
 --model small) on FakeData with random crops and flips, a DistributedSampler that shuffles,

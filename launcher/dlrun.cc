@@ -1,5 +1,6 @@
-// dlrun: the launcher of a deep-learning job. In a batch script or salloc it is the
-// job-level launcher that starts (and restarts) srun steps of itself; in a step
+// dlrun: the launcher of a deep-learning job. In a batch script or salloc (the
+// recommended form) it is the job-level launcher that starts (and restarts) srun steps
+// of itself; in a step
 //   srun --mpi=pmix dlrun [options] [--] program [args...]
 // it runs one task. See man/dlrun.1. Exit codes: the program's own; 75 when the run
 // stopped after a checkpoint and the job was requeued; 76 when a rank failed in a step
@@ -33,6 +34,7 @@
 #include "launcher/local_ranks.h"
 #include "launcher/program.h"
 #include "launcher/rank_log.h"
+#include "launcher/slurm_job.h"
 #include "launcher/supervisor.h"
 
 extern char** environ;
@@ -177,6 +179,35 @@ StepView step_view() {
   return v;
 }
 
+// dlrun started by the user's own srun: no job-level launcher, so a failed rank is not
+// restarted inside the allocation; and a task count that is not one rank per GPU.
+void say_what_srun_gives_up(const JobSettings& job, std::uint32_t ranks,
+                            std::optional<std::uint32_t> gpus) {
+  bool batch = false;
+  try {
+    if (job.job) batch = slurm::load_job(*job.job).batch;
+  } catch (const std::exception& e) {
+    log(LogLevel::verbose, "{}", e.what());
+  }
+  if (batch) {
+    log(LogLevel::info,
+        "started by srun: a rank that fails sends the job back through the queue (requeue); "
+        "dlrun run directly in the batch script, without srun, restarts it inside the "
+        "allocation");
+  } else {
+    log(LogLevel::info,
+        "started by srun outside a batch script: a rank that fails ends the run (only batch "
+        "jobs can be requeued); dlrun run directly in a batch script or in salloc, without "
+        "srun, restarts it inside the allocation");
+  }
+  if (gpus && *gpus != ranks) {
+    log(LogLevel::info,
+        "{} {} for {} GPUs (--dl-gpus={}): for one rank per GPU give srun -n{}, or run "
+        "dlrun directly in the batch script",
+        ranks, ranks == 1 ? "rank" : "ranks", *gpus, *gpus, *gpus);
+  }
+}
+
 std::chrono::milliseconds duration_option(const char* option, const std::string& text,
                                           std::chrono::seconds min) {
   return parse_duration(option, text, min, std::chrono::hours(24));
@@ -189,8 +220,12 @@ int run(int argc, char** argv) {
   for (char** e = environ; *e; ++e) inherited.env.emplace_back(*e);
 
   CLI::App app{
-      "dlrun: runs one task of a deep-learning job under srun --mpi=pmix: rank bootstrap, "
-      "checkpoint on preemption or deadline, requeue, restart guard. See dlrun(1).",
+      "dlrun: launches the ranks of a deep-learning job, one per GPU, and stays in charge of "
+      "them: rank bootstrap, checkpoint on preemption or deadline, restart inside the "
+      "allocation, requeue, resume.\n"
+      "Run it directly in the batch script (or in salloc): dlrun [options] program [args...]\n"
+      "Under srun --mpi=pmix it runs one rank per task, and a rank that fails requeues the "
+      "job instead of restarting inside the allocation. See dlrun(1).",
       "dlrun"};
   app.prefix_command();
   app.set_version_flag("--version", PACKAGE_VERSION);
@@ -357,6 +392,13 @@ int run(int argc, char** argv) {
     ls.job = job;
     ls.max_stalled_restarts = options.max_stalled_restarts;
     if (spec && spec->elastic) ls.elastic = RankRange{spec->elastic->min, spec->elastic->max};
+    // salloc's shell has the spec only as the SPANK plugin's copy, SLURM_SPANK_DL_*.
+    ls.gpus = spec ? spec->gpus : std::nullopt;
+    if (!spec) {
+      if (const auto gpus = env_number("SLURM_SPANK_DL_GPUS")) {
+        ls.gpus = static_cast<std::uint32_t>(std::min<std::int64_t>(*gpus, UINT32_MAX));
+      }
+    }
     return run_job_launcher(std::move(ls), std::move(signals));
   }
   job.lost_leader_exit = getenv_or("DL_LOST_LEADER_EXIT", "") == std::to_string(kExitLostLeader);
@@ -402,6 +444,9 @@ int run(int argc, char** argv) {
     boot = bootstrap(job.node, resume);
   }
   set_log_prefix(boot.layout.rank, job.node);
+  if (boot.layout.rank == 0 && launch.mode != LaunchMode::local && !job.under_launcher) {
+    say_what_srun_gives_up(job, boot.layout.world_size, spec ? spec->gpus : std::nullopt);
+  }
   if (boot.layout.rank == 0 && boot.resume) {
     const ResumePoint& p = *boot.resume;
     log(LogLevel::info, "{} (restart {})", resume_message({p.path, p.step, p.writer_job, p.writer}),

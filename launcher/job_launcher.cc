@@ -45,6 +45,16 @@ std::uint32_t count_list(const char* text) {
   return n;
 }
 
+// Neither the user (-n, --ntasks-per-node) nor the site's job_submit/dl laid out the
+// tasks, as in salloc: one rank per GPU of --dl-gpus, like a batch job that job_submit/dl
+// shaped. nullopt when the job has a layout, or its GPUs do not divide evenly.
+std::optional<std::uint32_t> rank_per_gpu(const std::optional<std::uint32_t>& gpus,
+                                          std::size_t nodes) {
+  if (!gpus || nodes == 0 || *gpus % nodes != 0) return std::nullopt;
+  if (std::getenv("SLURM_NTASKS") || std::getenv("SLURM_NTASKS_PER_NODE")) return std::nullopt;
+  return static_cast<std::uint32_t>(*gpus / nodes);
+}
+
 class Launcher {
  public:
   Launcher(LauncherSettings settings, sys::Fd signals)
@@ -460,6 +470,9 @@ int Launcher::run() {
   }
   if (s_.elastic && !std::getenv("SLURM_NTASKS_PER_NODE")) {
     if (const auto gpus = count_list(std::getenv("SLURM_JOB_GPUS"))) shape.tasks_per_node = gpus;
+    reshaped = true;
+  } else if (const auto per_gpu = rank_per_gpu(s_.gpus, shape.nodes.size())) {
+    shape.tasks_per_node = *per_gpu;
     reshaped = true;
   }
   if (!s_.job.ckpt_dir.empty()) {

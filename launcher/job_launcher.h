@@ -21,7 +21,8 @@ struct LauncherSettings {
   std::vector<std::string> env;         // the environment to start srun with
   JobSettings job;                      // job.job is set
   std::uint32_t max_stalled_restarts = 2;
-  std::optional<RankRange> elastic;  // --dl-elastic, in ranks
+  std::optional<RankRange> elastic;   // --dl-elastic, in ranks
+  std::optional<std::uint32_t> gpus;  // --dl-gpus
 };
 
 // The entry point of a recovery: after a step (or a watchdog, which stops the step

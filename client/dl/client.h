@@ -1,5 +1,5 @@
-// The slurm-dl client API for training programs run by dlrun (`srun --mpi=pmix dlrun
-// ./train`). The same verbs exist in Python (`import slurm_dl`).
+// The slurm-dl client API for training programs run by dlrun (`dlrun ./train` in a batch
+// script). The same verbs exist in Python (`import slurm_dl`).
 //
 //   for (std::int64_t step = first; step < steps; ++step) {
 //     train_one_step();

@@ -1,6 +1,6 @@
 """slurm_dl: the client API for training programs run by dlrun.
 
-    srun --mpi=pmix dlrun /usr/bin/python3 train.py
+    dlrun /usr/bin/python3 train.py       (in the batch script)
 
     import slurm_dl
 

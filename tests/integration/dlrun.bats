@@ -362,3 +362,34 @@ open(path, "wb").write(data)
   [ "$status" -eq 2 ]
   [[ $output =~ "Slurm sends it to every process of the step" ]]
 }
+
+# bats test_tags=stacks
+@test "ask for N GPUs, get N ranks: dlrun in the batch script, in salloc, srun dlrun in salloc, srun dlrun creating the job" {
+  ranks='echo "ranks $WORLD_SIZE"'
+  job=$(submit -N2 --dl-gpus=4 -o batch.txt --wrap "$DLRUN --no-prefix sh -c '$ranks'")
+  run timeout 60 salloc -N1 --dl-gpus=2 "$DLRUN" --no-prefix sh -c "$ranks" </dev/null
+  [ "$(echo "$output" | grep -c '^ranks 2$')" -eq 2 ] || { echo "$output"; false; }
+  run timeout 60 salloc -N2 --dl-gpus=4 srun "$DLRUN" --no-prefix sh -c "$ranks" </dev/null
+  [ "$(echo "$output" | grep -c '^ranks 4$')" -eq 4 ] || { echo "$output"; false; }
+  run run_srun -N2 --dl-gpus=4 "$DLRUN" --no-prefix sh -c "$ranks"
+  [ "$(echo "$output" | grep -c '^ranks 4$')" -eq 4 ] || { echo "$output"; false; }
+  # The user's own layout wins, and dlrun's first line says what it means.
+  run run_srun -N2 -n2 --dl-gpus=4 "$DLRUN" --no-prefix sh -c "$ranks"
+  [ "$(echo "$output" | grep -c '^ranks 2$')" -eq 2 ] || { echo "$output"; false; }
+  [[ $output =~ "dlrun: 2 ranks for 4 GPUs (--dl-gpus=4): for one rank per GPU give srun -n4, or run dlrun directly in the batch script" ]]
+  wait_state "$job" COMPLETED 60
+  [ "$(grep -c '^ranks 4$' batch.txt)" -eq 4 ] || { cat batch.txt; false; }
+}
+
+@test "dlrun started by the user's srun says at start that a failed rank is not restarted inside the allocation" {
+  job=$(submit -N1 --dl-gpus=1 -o srun.txt --wrap "srun $DLRUN true")
+  own=$(submit -N1 --dl-gpus=1 -o own.txt --wrap "$DLRUN true")
+  run run_srun -N1 --dl-gpus=1 "$DLRUN" true
+  [ "$status" -eq 0 ]
+  [[ $output =~ "[rank 0@n"[0-9]"] dlrun: started by srun outside a batch script: a rank that fails ends the run (only batch jobs can be requeued); dlrun run directly in a batch script or in salloc, without srun, restarts it inside the allocation" ]]
+  wait_state "$job" COMPLETED 60
+  wait_state "$own" COMPLETED 60
+  grep -q '^\[rank 0@n[0-9]*\] dlrun: started by srun: a rank that fails sends the job back through the queue (requeue); dlrun run directly in the batch script, without srun, restarts it inside the allocation$' srun.txt ||
+    { cat srun.txt; false; }
+  ! grep -q 'started by srun' own.txt || { cat own.txt; false; }
+}

@@ -397,12 +397,12 @@ check_hang_recovered() {
   [ "$(final_loss 149 "${ref%.bin}.txt")" = "$(final_loss 149 out.txt)" ]
 }
 
-@test "recovery 15: the batch host killed under srun dlrun (examples/dp_trainer.sbatch, down_failed_batch_host=yes): marked DOWN, requeued by Slurm at once, resumed; equal to the reference" {
+@test "recovery 15: the batch host killed under srun dlrun (examples/dp_trainer.sbatch's options, down_failed_batch_host=yes): marked DOWN, requeued by Slurm at once, resumed; equal to the reference" {
   plugstack_with down_failed_batch_host=yes
   ref=$(reference 500)
-  job=$(submit --export="ALL,DP_TRAINER=$DP,PATH=$DL_BUILD_DIR/launcher:$PATH" \
+  job=$(submit -N2 --dl-gpus=4 --dl-preemptible --dl-grace=60s --dl-max-restarts=3 \
     -J "$(unique_name batch-host-srun)" --dl-ckpt-every=2s -o out.txt --open-mode=append \
-    "$EXAMPLES/dp_trainer.sbatch" --steps 500 --step-ms 40 --out "$PWD/out.bin")
+    --wrap "srun --mpi=pmix $DLRUN $DP --steps 500 --step-ms 40 --out $PWD/out.bin")
   wait_until 90 '[ "$(written)" -ge 2 ]'
   victim=$(job_field "$job" BatchHost)
   "$DL_ROOT/scripts/minicluster" kill-node "$victim"
