@@ -21,6 +21,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/cli.h"
 #include "core/error.h"
 #include "core/printable.h"
 #include "core/sysio.h"
@@ -472,6 +473,7 @@ int run(int argc, char** argv) {
       "dl-exp: the experiments slurm-dl tracks (metrics, checkpoints, events). "
       "See dl-exp(1).");
   app.require_subcommand(1);
+  add_standard_flags(app, "dl-exp");
   bool as_json = false;
   app.add_flag("--json", as_json, "print JSON instead of tables");
   std::string experiment, trial, trial2, metric, mode = "min", format, out_dir;

@@ -18,6 +18,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/cli.h"
 #include "core/error.h"
 #include "core/sysio.h"
 #include "exp/journal.h"
@@ -113,6 +114,7 @@ void print_status(const json& s) {
 int main_impl(int argc, char** argv) {
   CLI::App app{"dl-search: hyperparameter search (ASHA, random, grid) whose trials are Slurm jobs"};
   app.require_subcommand(1);
+  add_standard_flags(app, "dl-search");
   std::string root_opt;
   app.add_option("--root", root_opt,
                  "the experiments' root (default DL_EXP_ROOT, else ~/.slurm-dl/experiments)");

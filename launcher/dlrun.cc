@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "config.h"
+#include "core/cli.h"
 #include "core/drain.h"
 #include "core/error.h"
 #include "core/log.h"
@@ -192,7 +192,7 @@ int run(int argc, char** argv) {
       "checkpoint on preemption or deadline, requeue, restart guard. See dlrun(1).",
       "dlrun"};
   app.prefix_command();
-  app.set_version_flag("--version", PACKAGE_VERSION);
+  add_standard_flags(app, "dlrun");
   // Each option's default, then its environment variable (CLI11: a set, non-empty one),
   // then the command line.
   std::string ckpt_signal = "URG";
