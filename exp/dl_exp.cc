@@ -500,7 +500,8 @@ int run(int argc, char** argv) {
   auto* logs = app.add_subcommand("logs", "a trial's logs and events");
   logs->add_option("EXP", experiment)->required();
   logs->add_option("TRIAL", trial)->required();
-  auto* exp_export = app.add_subcommand("export", "write an experiment as CSV or JSON files");
+  auto* exp_export =
+      app.add_subcommand("export", "write an experiment as CSV, JSON or TensorBoard files");
   exp_export->add_option("EXP", experiment)->required();
   exp_export->add_option("--format", format, "csv, json or tensorboard")
       ->required()
@@ -522,6 +523,11 @@ int run(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
+  }
+  if (as_json && (*exp_export || *plot || *serve_cmd)) {
+    throw InputError(
+        "--json: export, plot and serve write files or a page; --json is for list, show, "
+        "metrics, best, compare and logs");
   }
 
   Tool tool(experiments_root(getenv_opt));
