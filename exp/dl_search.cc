@@ -137,7 +137,7 @@ int main_impl(int argc, char** argv) {
       ->check(CLI::Range(0.05, 60.0));
   auto* status_cmd = app.add_subcommand("status", "the search's trials, rungs and best trial");
   status_cmd->add_option("experiment", experiment)->required();
-  status_cmd->add_flag("--json", json_out);
+  status_cmd->add_flag("--json", json_out, "print JSON instead of a table");
   std::string trial;
   CLI::App* control[3];
   const char* verbs[3] = {"pause", "resume", "stop"};

@@ -231,7 +231,8 @@ int run(int argc, char** argv) {
                  "checkpoints and requeues a --dl-preemptible job to free its GPUs")
       ->envname("DL_GPU_IDLE_ACTION");
   app.add_option("--deadline-margin", deadline_margin,
-                 "finish the deadline checkpoint this long before the job's end (default 30s)")
+                 "start the deadline checkpoint this long, plus the time a checkpoint takes, "
+                 "before the job's end (default 30s)")
       ->envname("DL_DEADLINE_MARGIN");
   app.add_option("--kill-wait", kill_wait,
                  "after SIGTERM, wait this long before SIGKILL when stopping the program "
