@@ -11,7 +11,7 @@
 
 #include "ckpt/names.h"
 #include "ckpt/store.h"
-#include "config.h"
+#include "core/cli.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "core/sysio.h"
@@ -298,7 +298,7 @@ int cmd_export(const std::string& path, const std::string& out, bool as_json) {
 int run(int argc, char** argv) {
   CLI::App app{"List, show, verify, prune and export slurm-dl checkpoints.", "dl-ckpt"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", PACKAGE_VERSION);
+  add_standard_flags(app, "dl-ckpt");
   bool as_json = false;
   std::string path;
 

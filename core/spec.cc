@@ -128,7 +128,8 @@ const std::vector<OptionInfo>& option_infos() {
   static const std::vector<OptionInfo> infos = {
       {"dl-gpus", "N", "GPUs for the whole gang: all start together or none", "DL_GPUS"},
       {"dl-placement", "pack|spread|switch|even",
-       "pack: fewest nodes (default); spread: across nodes; switch: under one leaf switch",
+       "pack: fewest nodes (default); spread: across nodes; switch: under one leaf switch; "
+       "even: split evenly over nodes shared with other jobs",
        "DL_PLACEMENT"},
       {"dl-ckpt-dir", "PATH", "checkpoint directory (default <root>/<user>/<job id>)",
        "DL_CKPT_DIR"},
@@ -138,7 +139,7 @@ const std::vector<OptionInfo>& option_infos() {
       {"dl-preemptible", nullptr,
        "may be preempted or stopped at its deadline: checkpoints and is requeued",
        "DL_PREEMPTIBLE"},
-      {"dl-grace", "DURATION", "time needed to write a checkpoint (default 120s)", "DL_GRACE"},
+      {"dl-grace", "DURATION", "time needed to write a checkpoint", "DL_GRACE"},
       {"dl-max-restarts", "N", "restarts after failures (default 3)", "DL_MAX_RESTARTS"},
       {"dl-elastic", "MIN:MAX", "acceptable range of GPUs", "DL_ELASTIC"},
       {"dl-experiment", "NAME", "experiment name for tracking", "DL_EXPERIMENT"},
@@ -153,6 +154,13 @@ const std::vector<OptionInfo>& option_infos() {
        "DL_WATCHDOG"},
   };
   return infos;
+}
+
+std::string option_usage(const OptionInfo& o, const SiteConfig& site) {
+  if (std::string_view(o.name) == "dl-grace") {
+    return fmt::format("{} (default {}s)", o.help, site.default_grace.count());
+  }
+  return o.help;
 }
 
 std::vector<std::string> SiteConfig::effective_ckpt_roots() const {

@@ -98,6 +98,10 @@ struct OptionInfo {
 
 const std::vector<OptionInfo>& option_infos();
 
+// The text `sbatch --help` shows for `o`: its help, with this site's default where the
+// site sets it (--dl-grace's default_grace).
+std::string option_usage(const OptionInfo& o, const SiteConfig& site);
+
 // Reads a variable of the submitting environment; nullopt when unset.
 using EnvLookup = std::function<std::optional<std::string>(const std::string&)>;
 

@@ -21,6 +21,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/cli.h"
 #include "core/error.h"
 #include "core/printable.h"
 #include "core/sysio.h"
@@ -472,6 +473,7 @@ int run(int argc, char** argv) {
       "dl-exp: the experiments slurm-dl tracks (metrics, checkpoints, events). "
       "See dl-exp(1).");
   app.require_subcommand(1);
+  add_standard_flags(app, "dl-exp");
   bool as_json = false;
   app.add_flag("--json", as_json, "print JSON instead of tables");
   std::string experiment, trial, trial2, metric, mode = "min", format, out_dir;
@@ -498,7 +500,8 @@ int run(int argc, char** argv) {
   auto* logs = app.add_subcommand("logs", "a trial's logs and events");
   logs->add_option("EXP", experiment)->required();
   logs->add_option("TRIAL", trial)->required();
-  auto* exp_export = app.add_subcommand("export", "write an experiment as CSV or JSON files");
+  auto* exp_export =
+      app.add_subcommand("export", "write an experiment as CSV, JSON or TensorBoard files");
   exp_export->add_option("EXP", experiment)->required();
   exp_export->add_option("--format", format, "csv, json or tensorboard")
       ->required()
@@ -520,6 +523,11 @@ int run(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
+  }
+  if (as_json && (*exp_export || *plot || *serve_cmd)) {
+    throw InputError(
+        "--json: export, plot and serve write files or a page; --json is for list, show, "
+        "metrics, best, compare and logs");
   }
 
   Tool tool(experiments_root(getenv_opt));

@@ -18,6 +18,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/cli.h"
 #include "core/error.h"
 #include "core/sysio.h"
 #include "exp/journal.h"
@@ -113,6 +114,7 @@ void print_status(const json& s) {
 int main_impl(int argc, char** argv) {
   CLI::App app{"dl-search: hyperparameter search (ASHA, random, grid) whose trials are Slurm jobs"};
   app.require_subcommand(1);
+  add_standard_flags(app, "dl-search");
   std::string root_opt;
   app.add_option("--root", root_opt,
                  "the experiments' root (default DL_EXP_ROOT, else ~/.slurm-dl/experiments)");
@@ -135,7 +137,7 @@ int main_impl(int argc, char** argv) {
       ->check(CLI::Range(0.05, 60.0));
   auto* status_cmd = app.add_subcommand("status", "the search's trials, rungs and best trial");
   status_cmd->add_option("experiment", experiment)->required();
-  status_cmd->add_flag("--json", json_out);
+  status_cmd->add_flag("--json", json_out, "print JSON instead of a table");
   std::string trial;
   CLI::App* control[3];
   const char* verbs[3] = {"pause", "resume", "stop"};

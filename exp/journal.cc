@@ -79,13 +79,16 @@ Scan scan_journal(std::string_view bytes) {
 }
 
 std::optional<std::string> state_after(const std::string& kind) {
+  // held: dlrun held the job (restarts without progress); paused: `dl-search pause`;
+  // waiting: dl-search's trial at a rung, waiting for promotion. Journals written before
+  // "waiting" existed record that as "paused", and read back as paused.
   static const std::map<std::string, std::string> states = {
       {"run_started", "running"}, {"stop_requested", "running"},
       {"restarting", "running"},  {"requeued", "pending"},
-      {"held", "paused"},         {"completed", "completed"},
+      {"held", "held"},           {"completed", "completed"},
       {"failed", "failed"},       {"stopped", "stopped"},
       {"submitted", "pending"},   {"paused", "paused"},
-      {"continued", "running"},  // dl-search: the job runs on to the next rung
+      {"waiting", "waiting"},     {"continued", "running"},  // continued: to the next rung
   };
   const auto it = states.find(kind);
   if (it == states.end()) return std::nullopt;
@@ -93,8 +96,8 @@ std::optional<std::string> state_after(const std::string& kind) {
 }
 
 const std::vector<std::string>& trial_states() {
-  static const std::vector<std::string> states = {"completed", "stopped", "failed",
-                                                  "running",   "pending", "paused"};
+  static const std::vector<std::string> states = {"completed", "stopped", "failed", "running",
+                                                  "pending",   "waiting", "paused", "held"};
   return states;
 }
 

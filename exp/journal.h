@@ -52,7 +52,8 @@ struct Scan {
 Scan scan_journal(std::string_view bytes);
 
 // The state a trial is in after an event of `kind` (completed, stopped, failed, running,
-// pending, paused), or nullopt when the event does not change it (a checkpoint).
+// pending, waiting, paused, held), or nullopt when the event does not change it (a
+// checkpoint).
 std::optional<std::string> state_after(const std::string& kind);
 
 // The states `dl-exp show` reports, in the order of the interface.

@@ -780,7 +780,7 @@ class Driver {
         continue;
       }
       if (t->state == TrialState::waiting) {
-        trial_event(t->id, "paused",
+        trial_event(t->id, "waiting",
                     fmt::format("at rung {} with {}={}", t->rung, e_.searcher.metric,
                                 t->rung_values.at(t->rung)));
       } else if (t->state == TrialState::completed) {

@@ -16,7 +16,7 @@ h1 { font-size: 20px; } h2 { font-size: 16px; margin-top: 1.5em; }
 table { border-collapse: collapse; } td, th { padding: 3px 10px; border-bottom: 1px solid #ddd; text-align: left; }
 th { background: #eef; } a { color: #1a5fb4; }
 .completed { color: #26a269; } .failed { color: #c01c28; } .running { color: #1a5fb4; }
-.pending, .paused { color: #a0a000; } .stopped { color: #777; }
+.pending, .waiting, .paused, .held { color: #a0a000; } .stopped { color: #777; }
 </style></head>
 <body>
 <h1>slurm-dl experiments</h1>

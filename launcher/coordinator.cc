@@ -427,6 +427,7 @@ void Coordinator::update_status(Steady::time_point now, bool urgent) {
     s.ckpt_age = std::chrono::duration_cast<std::chrono::seconds>(WallClock::now() - ckpt_time_);
   }
   s.gpu = gpu_.figures(now);
+  if (job_.restart_count > 0) s.restarts = job_.restart_count;
   if (const auto m = own_.read_metrics(); m && !m->text.empty()) {
     s.metrics = m->text;
     s.metrics_step = m->step;

@@ -18,6 +18,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/cli.h"
 #include "core/error.h"
 #include "core/gpu_owner.h"
 #include "core/parse.h"
@@ -84,6 +85,7 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--node", node, "this node's Slurm NodeName")->capture_default_str();
   app.add_flag("--once", once, "write the file once and exit (for a timer)");
+  dl::add_standard_flags(app, "dl-gpu-metrics");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "core/cli.h"
 #include "launcher/jobs_view.h"
 #include "launcher/slurm_job.h"
 
@@ -32,6 +33,7 @@ int run(int argc, char** argv) {
   app.add_flag("-a,--all-users", all_users, "every user's jobs, not only yours");
   app.add_flag("--all-jobs", include_other, "also jobs that use no --dl-* option");
   app.add_option("jobid", ids, "only these jobs (\"123\", or \"100_3\" for an array task)");
+  add_standard_flags(app, "dl-jobs");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "config.h"
+#include "core/cli.h"
 #include "core/drain.h"
 #include "core/error.h"
 #include "core/log.h"
@@ -228,7 +228,7 @@ int run(int argc, char** argv) {
       "job instead of restarting inside the allocation. See dlrun(1).",
       "dlrun"};
   app.prefix_command();
-  app.set_version_flag("--version", PACKAGE_VERSION);
+  add_standard_flags(app, "dlrun");
   // Each option's default, then its environment variable (CLI11: a set, non-empty one),
   // then the command line.
   std::string ckpt_signal = "URG";
@@ -273,7 +273,8 @@ int run(int argc, char** argv) {
                  "checkpoints and requeues a --dl-preemptible job to free its GPUs")
       ->envname("DL_GPU_IDLE_ACTION");
   app.add_option("--deadline-margin", deadline_margin,
-                 "finish the deadline checkpoint this long before the job's end (default 30s)")
+                 "start the deadline checkpoint this long, plus the time a checkpoint takes, "
+                 "before the job's end (default 30s)")
       ->envname("DL_DEADLINE_MARGIN");
   app.add_option("--kill-wait", kill_wait,
                  "after SIGTERM, wait this long before SIGKILL when stopping the program "

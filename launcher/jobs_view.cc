@@ -76,6 +76,11 @@ bool is_dl_comment(std::string_view comment) {
   return comment.substr(0, 4) == "dl: " || comment.substr(0, 5) == "dl | " || comment == "dl";
 }
 
+std::uint32_t restarts_of(const JobRow& row) {
+  const auto s = parse_status(row.comment);
+  return s && s->restarts ? std::max(row.requeues, *s->restarts) : row.requeues;
+}
+
 std::string shape_of(std::string_view comment) {
   const std::string prefix = comment_prefix(comment);
   if (prefix.rfind("dl: ", 0) != 0) return "";
@@ -91,7 +96,8 @@ std::optional<Status> parse_status(std::string_view comment) {
     s.detail = std::string(text.substr(colon + 2));
     text = text.substr(0, colon);
   }
-  // PHASE[ step N][, ckpt N (AGE ago) | , no checkpoint yet][, gpu FIGURES][, METRICS[ (step M)]]
+  // PHASE[ step N][, ckpt N (AGE ago) | , no checkpoint yet][, gpu FIGURES][, restarts N]
+  // [, METRICS[ (step M)]]
   const auto first_end = text.find(", ");
   std::string_view head = text.substr(0, first_end);
   const auto space = head.find(' ');
@@ -120,6 +126,12 @@ std::optional<Status> parse_status(std::string_view comment) {
   if (rest.rfind("gpu ", 0) == 0) {
     const auto end = rest.find(", ");
     s.gpu = parse_gpu_figures(rest.substr(0, end));
+    rest = end == std::string_view::npos ? std::string_view() : rest.substr(end + 2);
+  }
+  if (rest.rfind("restarts ", 0) == 0) {
+    const auto end = rest.find(", ");
+    const auto n = leading_number(rest.substr(9, end == rest.npos ? rest.npos : end - 9));
+    if (n && *n <= UINT32_MAX) s.restarts = static_cast<std::uint32_t>(*n);
     rest = end == std::string_view::npos ? std::string_view() : rest.substr(end + 2);
   }
   if (!rest.empty()) {
@@ -161,7 +173,8 @@ nlohmann::json to_json(const std::vector<JobRow>& rows, SystemTime now) {
                         {"state", r.state},
                         {"reason", r.reason.empty() ? nlohmann::json() : nlohmann::json(r.reason)},
                         {"shape", shape_of(r.comment)},
-                        {"restarts", r.restarts},
+                        {"restarts", restarts_of(r)},
+                        {"requeues", r.requeues},
                         {"nodes", r.nodes},
                         {"comment", r.comment}};
     j["submit_time"] = r.submit ? nlohmann::json(iso_utc(*r.submit)) : nlohmann::json();
@@ -218,7 +231,7 @@ std::string format_table(const std::vector<JobRow>& rows, SystemTime now) {
     if (s && s->ckpt_age) l.ckpt += " (" + format_age(*s->ckpt_age) + " ago)";
     l.gpu = s && s->gpu ? format_gpu_figures(*s->gpu).substr(4) : "-";
     l.metrics = s && !s->metrics.empty() ? s->metrics : "-";
-    l.restarts = std::to_string(r.restarts);
+    l.restarts = std::to_string(restarts_of(r));
     l.start = describe_start(r, now);
     if (l.start.empty()) l.start = "-";
     lines.push_back(std::move(l));

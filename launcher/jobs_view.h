@@ -25,7 +25,7 @@ struct JobRow {
   std::string state;           // Slurm's: PENDING, RUNNING, ...
   std::string reason;          // why it waits (Slurm's reason), "" when it does not
   std::string comment;         // the whole job comment
-  std::uint32_t restarts = 0;  // Slurm's restart count (requeues)
+  std::uint32_t requeues = 0;  // Slurm's restart count
   std::string nodes;           // allocated nodes, "" while pending
   std::optional<SystemTime> submit;
   std::optional<SystemTime> start;  // actual, or Slurm's expected start while pending
@@ -38,6 +38,10 @@ bool is_dl_comment(std::string_view comment);
 // The status line back from its text ("RUNNING step 1200, ckpt 1100 (2m ago), loss=0.31");
 // nullopt when the comment has none (a job that has not run under dlrun yet).
 std::optional<Status> parse_status(std::string_view comment);
+
+// How many times the job started again: Slurm's requeues, or more when the status line
+// counts dlrun's restarts inside the allocation too (the program's DL_RESTART_COUNT).
+std::uint32_t restarts_of(const JobRow& row);
 
 // The shape job_submit/dl gave the job ("16 GPUs as 2x8, preemptible"); "" if none.
 std::string shape_of(std::string_view comment);

@@ -338,7 +338,7 @@ std::vector<JobRow> list_jobs(std::optional<std::uint32_t> uid) {
       r.reason = j.state_desc ? j.state_desc
                               : reason_string(static_cast<job_state_reason>(j.state_reason));
     r.comment = j.comment ? j.comment : "";
-    r.restarts = j.restart_cnt;
+    r.requeues = j.restart_cnt;
     r.nodes = j.nodes && !pending ? j.nodes : "";
     if (j.submit_time > 0) r.submit = std::chrono::system_clock::from_time_t(j.submit_time);
     if (j.start_time > 0) r.start = std::chrono::system_clock::from_time_t(j.start_time);

@@ -55,6 +55,7 @@ std::string format_status(const Status& s) {
     out += ", no checkpoint yet";
   }
   if (s.gpu) out += ", " + format_gpu_figures(*s.gpu);
+  if (s.restarts) out += fmt::format(", restarts {}", *s.restarts);
   if (!s.metrics.empty()) {
     // The comment is for people glancing at squeue; the full metrics are in the log.
     out += ", ";

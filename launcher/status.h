@@ -36,13 +36,15 @@ struct Status {
   std::optional<std::int64_t> ckpt_step;         // the newest checkpoint
   std::optional<std::chrono::seconds> ckpt_age;  // how long ago it was written
   std::optional<GpuFigures> gpu;                 // what the job's GPUs do
-  std::string metrics;                           // "loss=0.31 acc=0.9"
-  std::optional<std::int64_t> metrics_step;      // the step they belong to
-  std::string detail;                            // why: for requeued, held, failed
+  // DL_RESTART_COUNT when not 0: requeues and restarts inside this allocation.
+  std::optional<std::uint32_t> restarts;
+  std::string metrics;                       // "loss=0.31 acc=0.9"
+  std::optional<std::int64_t> metrics_step;  // the step they belong to
+  std::string detail;                        // why: for requeued, held, failed
 };
 
-// "RUNNING step 1200, ckpt 1100 (2m ago), gpu 85% (avg 80%) 12.0/80.0 GiB, loss=0.31"; a
-// detail follows after ": ".
+// "RUNNING step 1200, ckpt 1100 (2m ago), gpu 85% (avg 80%) 12.0/80.0 GiB, restarts 2,
+// loss=0.31"; a detail follows after ": ".
 std::string format_status(const Status& s);
 
 // "45s", "2m", "3h", "2d": the largest whole unit, as in the contract's "(2m ago)".

@@ -106,13 +106,20 @@ void check_ckpt_root_sharing() {
 }
 
 void register_options(spank_t sp) {
-  // Slurm keeps pointers into this table for the life of the process.
+  // Slurm keeps pointers into these tables for the life of the process.
+  static const std::vector<std::string> usages = [] {
+    std::vector<std::string> u;
+    for (const auto& o : option_infos()) u.push_back(option_usage(o, site_config()));
+    return u;
+  }();
   static std::vector<struct spank_option> table = [] {
     std::vector<struct spank_option> t;
     int index = 0;
     for (const auto& o : option_infos()) {
-      t.push_back({const_cast<char*>(o.name), const_cast<char*>(o.arg), const_cast<char*>(o.help),
-                   o.arg != nullptr ? 1 : 0, index++, on_option});
+      t.push_back({const_cast<char*>(o.name), const_cast<char*>(o.arg),
+                   const_cast<char*>(usages[static_cast<std::size_t>(index)].c_str()),
+                   o.arg != nullptr ? 1 : 0, index, on_option});
+      ++index;
     }
     return t;
   }();

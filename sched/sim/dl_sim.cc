@@ -10,7 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "config.h"
+#include "core/cli.h"
 #include "core/error.h"
 #include "sched/priority.h"
 #include "sched/sim/generate.h"
@@ -71,7 +71,7 @@ void print_result(const dl::sim::Result& r, const dl::sim::Options& o, bool json
 int main(int argc, char** argv) {
   CLI::App app{
       "dl-sim: replay a GPU job trace under Slurm's FIFO + backfill or the slurm-dl policy"};
-  app.set_version_flag("--version", PACKAGE_VERSION);
+  dl::add_standard_flags(app, "dl-sim");
 
   std::string trace_path;
   std::string policy_name;

@@ -131,7 +131,7 @@ assert all(abs(m["value"] - m["step"] / 7) < 1e-12 for m in py)'
   [ "$(stat -c %a "$DL_EXP_ROOT/conc/journals")" = 700 ]
 }
 
-@test "exp 3: dl-exp names an unknown experiment or trial; list, logs and export" {
+@test "exp 3: dl-exp names an unknown experiment or trial; list, logs and export; --json refused by export" {
   job=$(submit -N1 --dl-experiment=small --dl-trial=only -o out.txt \
     --wrap "srun --mpi=pmix $DLRUN $DP --steps 30 --step-ms 0 --out $PWD/out.bin")
   wait_state "$job" COMPLETED 60
@@ -150,6 +150,11 @@ assert [l["path"] for l in d["logs"]] == ["'"$PWD"'/out.txt"], d["logs"]'
   [[ $output == *"==> $PWD/out.txt <=="*"final step"* ]]
   "$DLEXP" export small --format csv -o csv
   "$DLEXP" export small --format json -o json
+  # --json is for the commands that print tables: export refuses it, writing nothing.
+  run "$DLEXP" --json export small --format csv -o csv2
+  [ "$status" -eq 2 ]
+  [[ $output == *"--json: export, plot and serve write files or a page"* ]]
+  [ ! -e csv2 ]
   python3 -c '
 import csv, json
 rows = list(csv.DictReader(open("csv/metrics.csv")))

@@ -65,6 +65,12 @@ teardown() {
   [ "$(json_field "$job" status.ckpt_step <<<"$out")" = 30 ]
   [ "$(json_field "$job" status.metrics <<<"$out")" = loss=0.5 ]
   [ "$(json_field "$job" restarts <<<"$out")" = 0 ]
+  # Restarts inside the allocation count too: the status line carries DL_RESTART_COUNT.
+  scontrol update JobId="$job" Comment="$(job_comment "$job" | sed 's/ | .*//') | RUNNING step 41, restarts 2"
+  out=$(dljobs --json)
+  [ "$(json_field "$job" restarts <<<"$out")" = 2 ]
+  [ "$(json_field "$job" requeues <<<"$out")" = 0 ]
+  [ "$(json_field "$job" status.step <<<"$out")" = 41 ]
   # Another user sees none of root's jobs unless asking for everyone's (its own recent
   # jobs from other test files may be listed).
   run runuser -u dltest -- env SLURM_CONF="$SLURM_CONF" "$DL_BUILD_DIR/launcher/dl-jobs"

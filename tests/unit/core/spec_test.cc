@@ -313,6 +313,33 @@ TEST(Spec, EveryOptionHasHelpAndAVariable) {
   EXPECT_EQ(option_infos().size(), 13u);
 }
 
+TEST(Spec, PlacementHelpNamesEveryPlacement) {
+  const auto& infos = option_infos();
+  const auto it = std::find_if(infos.begin(), infos.end(), [](const OptionInfo& o) {
+    return std::string_view(o.name) == "dl-placement";
+  });
+  ASSERT_NE(it, infos.end());
+  for (const auto p :
+       {Placement::pack, Placement::spread, Placement::leaf_switch, Placement::even}) {
+    const std::string name(to_string(p));
+    EXPECT_NE(std::string(it->arg).find(name), std::string::npos) << name;
+    EXPECT_NE(std::string(it->help).find(name + ":"), std::string::npos) << name;
+  }
+}
+
+TEST(Spec, GraceUsageShowsTheSitesDefault) {
+  SiteConfig site;
+  site.default_grace = seconds(300);
+  for (const auto& o : option_infos()) {
+    const std::string usage = option_usage(o, site);
+    if (std::string_view(o.name) == "dl-grace") {
+      EXPECT_EQ(usage, "time needed to write a checkpoint (default 300s)");
+    } else {
+      EXPECT_EQ(usage, o.help) << o.name;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace dl
 

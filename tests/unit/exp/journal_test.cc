@@ -76,12 +76,15 @@ TEST(Journal, StatesAfterEvents) {
   EXPECT_EQ(state_after("run_started"), "running");
   EXPECT_EQ(state_after("requeued"), "pending");
   EXPECT_EQ(state_after("restarting"), "running") << "a restart inside the allocation";
-  EXPECT_EQ(state_after("held"), "paused");
+  EXPECT_EQ(state_after("held"), "held") << "dlrun held the job";
+  EXPECT_EQ(state_after("paused"), "paused") << "dl-search pause, or a rung in an old journal";
+  EXPECT_EQ(state_after("waiting"), "waiting") << "at a rung, waiting for promotion";
   EXPECT_EQ(state_after("completed"), "completed");
   EXPECT_EQ(state_after("failed"), "failed");
   EXPECT_EQ(state_after("stopped"), "stopped");
   EXPECT_EQ(state_after("checkpoint"), std::nullopt);
-  for (const auto& kind : {"run_started", "requeued", "held", "completed", "failed", "stopped"}) {
+  for (const auto& kind :
+       {"run_started", "requeued", "held", "completed", "failed", "stopped", "paused", "waiting"}) {
     const auto& all = trial_states();
     EXPECT_NE(std::find(all.begin(), all.end(), *state_after(kind)), all.end()) << kind;
   }

@@ -24,12 +24,13 @@ TEST(JobsView, StatusLineRoundTrips) {
   s.ckpt_step = 1100;
   s.ckpt_age = 120s;
   s.gpu = GpuFigures{85, 80, 12ull << 30, 80ull << 30, std::nullopt};
+  s.restarts = 3;
   s.metrics = "loss=0.31 acc=0.9";
   s.metrics_step = 1150;
   s.detail = "";
   EXPECT_EQ(format_status(s),
             "CHECKPOINTING step 1200, ckpt 1100 (2m ago), gpu 85% (avg 80%) 12.0/80.0 GiB, "
-            "loss=0.31 acc=0.9 (step 1150)");
+            "restarts 3, loss=0.31 acc=0.9 (step 1150)");
   const auto back = parse_status(merge_comment("dl: 16 GPUs as 2x8", format_status(s)));
   ASSERT_TRUE(back);
   ASSERT_TRUE(back->gpu);
@@ -39,6 +40,7 @@ TEST(JobsView, StatusLineRoundTrips) {
   EXPECT_EQ(back->step, 1200);
   EXPECT_EQ(back->ckpt_step, 1100);
   EXPECT_EQ(back->ckpt_age, 120s);
+  EXPECT_EQ(back->restarts, 3u);
   EXPECT_EQ(back->metrics, "loss=0.31 acc=0.9");
   EXPECT_EQ(back->metrics_step, 1150);
 
@@ -54,6 +56,24 @@ TEST(JobsView, StatusLineRoundTrips) {
   EXPECT_EQ(h->metrics, "");
   EXPECT_EQ(h->detail, "3 restarts without a new checkpoint");
   EXPECT_FALSE(h->gpu);
+  EXPECT_FALSE(h->restarts);
+}
+
+TEST(JobsView, RestartsCountThoseInsideTheAllocation) {
+  JobRow r;
+  r.requeues = 1;
+  r.comment = "dl: 4 GPUs as 2x2 | RUNNING step 40";
+  EXPECT_EQ(restarts_of(r), 1u) << "no restart inside the allocation";
+  r.comment = "dl: 4 GPUs as 2x2 | RUNNING step 40, ckpt 30 (5s ago), restarts 3, loss=0.5";
+  EXPECT_EQ(restarts_of(r), 3u) << "one requeue, then two restarts inside the allocation";
+  EXPECT_EQ(parse_status(r.comment)->metrics, "loss=0.5");
+  r.requeues = 4;
+  EXPECT_EQ(restarts_of(r), 4u) << "requeued since the line was written";
+  const SystemTime now = std::chrono::system_clock::from_time_t(1'700'000'000);
+  r.requeues = 1;
+  const auto j = to_json({r}, now);
+  EXPECT_EQ(j["jobs"][0]["restarts"], 3);
+  EXPECT_EQ(j["jobs"][0]["requeues"], 1);
 }
 
 TEST(JobsView, NoStatusBeforeDlrunRan) {
@@ -88,7 +108,7 @@ TEST(JobsView, JsonForScripts) {
   JobRow running;
   running.id = "100_3";
   running.state = "RUNNING";
-  running.restarts = 2;
+  running.requeues = 2;
   running.comment =
       "dl: 4 GPUs as 2x2 | RUNNING step 40, ckpt 30 (5s ago), gpu 85% (avg 80%) 12.0/80.0 GiB, "
       "loss=0.5";
@@ -102,6 +122,7 @@ TEST(JobsView, JsonForScripts) {
   EXPECT_TRUE(j["jobs"][0]["status"].is_null());
   EXPECT_EQ(j["jobs"][1]["id"], "100_3");
   EXPECT_EQ(j["jobs"][1]["restarts"], 2);
+  EXPECT_EQ(j["jobs"][1]["requeues"], 2);
   EXPECT_EQ(j["jobs"][1]["shape"], "4 GPUs as 2x2");
   EXPECT_EQ(j["jobs"][1]["status"]["step"], 40);
   EXPECT_EQ(j["jobs"][1]["status"]["ckpt_step"], 30);
