@@ -9,7 +9,7 @@
 #include <iostream>
 #include <string>
 
-#include "config.h"
+#include "core/cli.h"
 #include "core/error.h"
 #include "core/parse.h"
 #include "launcher/usage_report.h"
@@ -51,7 +51,7 @@ int run(int argc, char** argv) {
                  "how often each GPU is counted (at least the scrape interval): 1s to 1h")
       ->capture_default_str();
   app.add_flag("--json", json, "one JSON object instead of the table");
-  app.set_version_flag("--version", PACKAGE_VERSION);
+  add_standard_flags(app, "dl-gpu-usage");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

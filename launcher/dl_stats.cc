@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "config.h"
+#include "core/cli.h"
 #include "core/error.h"
 #include "launcher/run_stats.h"
 #include "launcher/slurm_job.h"
@@ -48,7 +48,7 @@ int run(int argc, char** argv) {
   app.add_flag("--json", json, "one JSON object instead of the report");
   app.add_option("--dir", dir,
                  "where the runs' records are (default $DL_STATS_DIR, else ~/.slurm-dl/jobs)");
-  app.set_version_flag("--version", PACKAGE_VERSION);
+  add_standard_flags(app, "dl-stats");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -46,7 +46,8 @@ version=$(sed -n 's/^#define PACKAGE_VERSION "\(.*\)"$/\1/p' "$build/config.h")
 ref_text=$(cat "$reference") || fail "no $reference"
 
 checked=0
-for entry in dlrun:launcher:1 dl-jobs:launcher:1 dl-gpu-metrics:launcher:8 dl-exp:exp:1 \
+for entry in dlrun:launcher:1 dl-jobs:launcher:1 dl-stats:launcher:1 dl-gpu-metrics:launcher:8 \
+  dl-gpu-usage:launcher:8 dl-exp:exp:1 \
   dl-search:exp:1 dl-ckpt:ckpt:1 dl-sim:sched/sim:1; do
   tool=${entry%%:*}
   rest=${entry#*:}
