@@ -169,7 +169,7 @@ EOF
   wait_until 150 '[[ $(job_comment "$job") =~ \|\ HELD: ]] && [ "$(job_field "$job" Reason)" = job_requeued_in_held_state ]'
   [[ $(job_comment "$job") =~ \|\ HELD:\ .*no\ restarts\ left\ \(3\ failures,\ --dl-max-restarts=2\) ]]
   [ "$(grep -c '^\[rank 0@n[0-9]*\] crashing' out.txt)" -eq 3 ]
-  [ "$(grep -c '^\[rank 0@n[0-9]*\] dlrun: FAILED: rank [0-9]* killed by signal 11' out.txt)" -eq 3 ]
+  [ "$(grep -Ec '^\[rank 0@n[0-9]*\] dlrun: FAILED(, restarts [0-9]+)?: rank [0-9]* killed by signal 11' out.txt)" -eq 3 ]
   restarts=$(job_field "$job" Restarts)
   [ "$restarts" -ge 1 ] && [ "$restarts" -le 2 ]
   # No loop: it stays held.
