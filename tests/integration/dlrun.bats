@@ -252,7 +252,7 @@ open(path, "wb").write(data)
   wait_until 90 '[ "$(job_field "$job" Restarts)" = 2 ] && [ "$(job_state "$job")" = PENDING ]'
   show=$(scontrol show job "$job")
   [[ $show =~ Reason=job_requeued_in_held_state ]]
-  [[ $show =~ Comment=dl:\ no\ GPUs\ \|\ HELD:\ rank\ 0\ exited\ with\ 1\;\ no\ newer\ checkpoint\ in\ 2\ runs\ in\ a\ row ]]
+  [[ $show =~ Comment=dl:\ no\ GPUs\ \|\ HELD(,\ restarts\ [0-9]+)?:\ rank\ 0\ exited\ with\ 1\;\ no\ newer\ checkpoint\ in\ 2\ runs\ in\ a\ row ]]
   # Held: it stays pending.
   sleep 15
   [ "$(job_state "$job")" = PENDING ]

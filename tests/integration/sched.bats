@@ -18,8 +18,13 @@ teardown() {
   fi
   cancel_all
   scancel --quiet -u dltest 2>/dev/null || true # the hostile tests' jobs
+  # The cancelled jobs' epilogs read slurm.conf and plugstack.conf: the files are put
+  # back once they are done, and whole (a rename), never half-written under a reader
+  # (a failed epilog drains its node).
+  wait_queue_empty
   if [ -f "$BATS_TEST_TMPDIR/slurm.conf.saved" ]; then
-    cp "$BATS_TEST_TMPDIR/slurm.conf.saved" "$SLURM_CONF"
+    cp "$BATS_TEST_TMPDIR/slurm.conf.saved" "$SLURM_CONF.new"
+    mv "$SLURM_CONF.new" "$SLURM_CONF"
     if [ -f "$BATS_TEST_TMPDIR/restart-ctld" ]; then
       "$DL_ROOT/scripts/minicluster" restart-ctld # PreemptType needs a restart
     else
@@ -27,7 +32,8 @@ teardown() {
     fi
   fi
   if [ -f "$BATS_TEST_TMPDIR/plugstack.conf.saved" ]; then
-    cp "$BATS_TEST_TMPDIR/plugstack.conf.saved" "$(dirname "$SLURM_CONF")/plugstack.conf"
+    cp "$BATS_TEST_TMPDIR/plugstack.conf.saved" "$(dirname "$SLURM_CONF")/plugstack.conf.new"
+    mv "$(dirname "$SLURM_CONF")/plugstack.conf.new" "$(dirname "$SLURM_CONF")/plugstack.conf"
     scontrol reconfigure
   fi
   scontrol update PartitionName=low GraceTime=60
