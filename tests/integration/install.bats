@@ -47,7 +47,7 @@ assert slurm_dl.__file__.startswith(sys.argv[2]), slurm_dl.__file__' "$installed
   runuser -u dltest -- test -x "$copy/src/scripts/minicluster"
   # The clone's minicluster acts on the copy's cluster (the demo's advice to stop it
   # with `scripts/minicluster down` is typed in the clone).
-  run env -u DL_BUILD_DIR -u DL_CACHE_DIR "$private/slurm-dl/scripts/minicluster" env
+  run env -u DL_BUILD_DIR -u DL_CACHE_DIR -u DL_MINICLUSTER_DIR "$private/slurm-dl/scripts/minicluster" env
   [ "$status" -eq 1 ]
   [[ "$output" == *"no cluster in $copy/build/minicluster "* ]]
   rm -rf "$copy"
@@ -62,12 +62,13 @@ teardown() {
 
 # Issue 16, item 8: the admin's install, tested as an admin uses it.
 @test "an admin's make install runs the PyTorch example on a cluster that sees only the installed files" {
-  # The build is configured with the README's line (scripts/bootstrap uses it), so
+  # The build is configured with the admin guide's line (scripts/bootstrap uses it), so
   # `make install DESTDIR=` of this build is exactly what an administrator installs.
-  readme_args=$(sed -n 's/.*`\.\/configure \(--prefix=[^`&]*\) && make && make install`.*/\1/p' "$DL_ROOT/README.md")
-  [ -n "$readme_args" ]
+  guide_args=$(sed -n '/^\.\/configure /,/[^\\]$/p' "$DL_ROOT/docs/admin/install.md" |
+    tr -d '\\\n' | sed 's/^\.\/configure //' | tr ' ' '\n' | grep -- '^--prefix\|^--libdir\|^--sysconfdir')
+  [ "$(wc -w <<<"$guide_args")" -eq 3 ]
   configured=" $("$DL_BUILD_DIR/config.status" --config) "
-  for arg in $readme_args; do [[ $configured == *" $arg "* ]]; done
+  for arg in $guide_args; do [[ $configured == *" $arg "* ]]; done
 
   # A fresh root; the cluster's directory and the minicluster script outside the source
   # and build trees (munged must reach the directory).
