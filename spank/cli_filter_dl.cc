@@ -58,10 +58,24 @@ int gpu_count(const std::string& text) {
   return std::stoi(text);
 }
 
+// srun's command (the program and its arguments): in srun's own options in 22.05, in the
+// common ones in 24.11 (configure says which).
+const char* command_name(const slurm_opt_t* opt) {
+#ifdef DL_SLURM_OPT_ARGV
+  const int argc = opt->argc;
+  char** argv = opt->argv;
+#else
+  const int argc = opt->srun_opt->argc;
+  char** argv = opt->srun_opt->argv;
+#endif
+  return argc >= 1 && argv ? argv[0] : nullptr;
+}
+
 bool runs_dlrun(const slurm_opt_t* opt) {
-  if (opt->srun_opt->argc < 1 || !opt->srun_opt->argv || !opt->srun_opt->argv[0]) return false;
-  const char* slash = std::strrchr(opt->srun_opt->argv[0], '/');
-  return std::strcmp(slash ? slash + 1 : opt->srun_opt->argv[0], "dlrun") == 0;
+  const char* command = command_name(opt);
+  if (!command) return false;
+  const char* slash = std::strrchr(command, '/');
+  return std::strcmp(slash ? slash + 1 : command, "dlrun") == 0;
 }
 
 }  // namespace
