@@ -6,6 +6,8 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <cstdio>
+#include <exception>
 #include <iostream>
 #include <string>
 
@@ -44,6 +46,16 @@ inline void add_standard_flags(CLI::App& app, const std::string& tool) {
                           throw CLI::Success();
                         })
       ->group("");
+}
+
+// A tool's main(): `run`, with what it throws said as one line "TOOL: what" and exit 1.
+inline int run_tool(const char* tool, int (*run)(int, char**), int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s: %s\n", tool, e.what());
+    return 1;
+  }
 }
 
 }  // namespace dl

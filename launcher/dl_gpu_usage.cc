@@ -99,11 +99,4 @@ int run(int argc, char** argv) {
 }  // namespace
 }  // namespace dl
 
-int main(int argc, char** argv) {
-  try {
-    return dl::run(argc, argv);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "dl-gpu-usage: %s\n", e.what());
-    return 1;
-  }
-}
+int main(int argc, char** argv) { return dl::run_tool("dl-gpu-usage", dl::run, argc, argv); }

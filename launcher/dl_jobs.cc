@@ -7,7 +7,6 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
-#include <cstdio>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -62,11 +61,4 @@ int run(int argc, char** argv) {
 }  // namespace
 }  // namespace dl
 
-int main(int argc, char** argv) {
-  try {
-    return dl::run(argc, argv);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "dl-jobs: %s\n", e.what());
-    return 1;
-  }
-}
+int main(int argc, char** argv) { return dl::run_tool("dl-jobs", dl::run, argc, argv); }

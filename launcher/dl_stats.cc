@@ -82,11 +82,4 @@ int run(int argc, char** argv) {
 }  // namespace
 }  // namespace dl
 
-int main(int argc, char** argv) {
-  try {
-    return dl::run(argc, argv);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "dl-stats: %s\n", e.what());
-    return 1;
-  }
-}
+int main(int argc, char** argv) { return dl::run_tool("dl-stats", dl::run, argc, argv); }
