@@ -61,6 +61,9 @@ show_on_failure() {
   return 0
 }
 
+# Whether the cluster refuses jobs of users with no association (minicluster --accounting).
+enforces_associations() { scontrol show config | grep -Eq '^AccountingStorageEnforce += .*associations'; }
+
 cancel_all() { scancel --full --quiet -u "$(id -un)" 2>/dev/null || true; }
 
 # A command as the unprivileged test user dltest (hostile tests).

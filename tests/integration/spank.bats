@@ -130,10 +130,16 @@ none" ]
 @test "a user the user database does not know submits an ordinary job as without slurm-dl" {
   ! getent passwd 54321 || false
   stranger() { (cd / && setpriv --reuid=54321 --regid=54321 --clear-groups "$@"); }
-  # The plugin looks nothing up for a job without --dl-* options or DL_* variables.
+  # The plugin looks nothing up for a job without --dl-* options or DL_* variables. Under
+  # accounting, Slurm refuses the user (no association) with its own message alone.
   run stranger sbatch --parsable --hold -o /dev/null --wrap true
-  [ "$status" -eq 0 ]
-  scancel "$output"
+  if enforces_associations; then
+    [ "$status" -ne 0 ]
+    [ "$output" = "sbatch: error: Batch job submission failed: Invalid account or account/partition combination specified" ]
+  else
+    [ "$status" -eq 0 ]
+    scancel "$output"
+  fi
   # A DL job needs the user's name and home (the checkpoint path): one line, nothing queued.
   run stranger sbatch --hold -o /dev/null --dl-gpus=1 --wrap true
   [ "$status" -ne 0 ]
