@@ -184,6 +184,9 @@ int main(int argc, char** argv) {
         if (rank == 0) {
           std::printf("checkpoint step %lld written in %.3f s\n", static_cast<long long>(step),
                       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+          // Out before checkpoint_done(), which waits for dlrun: a step killed meanwhile
+          // (a node lost) must not lose the line of a checkpoint the next run resumes.
+          std::fflush(stdout);
         }
         dl::checkpoint_done(step);
       }
