@@ -1,23 +1,7 @@
-// One rank's HDF5 shard: writing it, and reading it back verified.
-//
-// Writing goes in four phases, so that the bulk of the bytes moves in large sequential
-// pwrite calls through the dl::sys seam rather than through HDF5:
-//   1. HDF5 creates the structure: root attributes, and one contiguous dataset per
-//      tensor part and RNG state, allocated at creation and never filled;
-//   2. the library writes each dataset's bytes at its file offset, hashing every piece
-//      while it is still in the cache;
-//   3. HDF5 stores the checksums (attributes of fixed size, overwritten in place);
-//   4. the bytes outside the datasets (HDF5's metadata) are hashed into the manifest,
-//      and the file is fsynced.
-// A reader checks the metadata hash against the manifest before HDF5 parses a single
-// byte of the file, and HDF5 then opens that very file (through /proc/self/fd), so
-// accidental damage (bit rot, a torn or foreign file) never reaches HDF5's parser. This
-// is integrity, not authentication: whoever can write the checkpoint directory can also
-// rewrite the manifest with matching checksums and feed HDF5 any metadata (the
-// ckpt_h5_fuzzer target does exactly that). What keeps other users out is the
-// directory itself: it must belong to the job's user and not be writable by others
-// (the checkpoint-root check in spank/, the staging-directory check in checkpointer.cc),
-// so such metadata can only come from that user, attacking their own job.
+// One rank's HDF5 shard: writing it (the bulk of the bytes through the dl::sys seam, not
+// HDF5), and reading it back verified (HDF5's metadata checked against the manifest
+// before HDF5 parses it). The phases, and what the check does and does not protect
+// against: docs/design/checkpoint-shards.md.
 #pragma once
 
 #include <cstddef>

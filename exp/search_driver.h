@@ -1,29 +1,9 @@
 // The driver of a hyperparameter search (`dl-search`, man/dl-search.1): the adapter that
-// turns the searcher's operations (exp/searcher.h) into Slurm jobs (sbatch, squeue,
-// scontrol, scancel) and the jobs' outcomes, read back from the tracking store
-// (exp/store.h), into the searcher's events.
-//
-// Its state is a journal in the experiment's journals/ directory (search.*.jsonl; one
-// file per driver run, exp/writer.h): every searcher event, appended and fsynced before
-// the searcher sees it, and for every job an intent record before sbatch and a
-// submitted record after it. A driver killed at any instant and started again replays
-// the events into a new searcher (the same operations, numbered alike), finds the jobs of
-// operations whose intent it recorded (by job name in the queue, else the trial's runs in
-// the tracking store), and carries on: no trial submitted twice, no result lost.
-//
-// In-job continuation (asha, continue_in_job): a trial that has ended its rung (metric and
-// checkpoint recorded) writes a marker `<trial>.<job>.r<rung>.wait` into the experiment's
-// continue/ directory and waits a bounded time for the decision file `<trial>.<job>.r<rung>`
-// beside it. The driver takes the searcher's decision for the slot the rung frees on a
-// copy of the searcher; if it is this trial's next rung (and the job's time left covers
-// it), it feeds the rung's end (a finished event with in_job, journaled like any event),
-// records an intent naming the job, then creates the decision file "continue <rung>
-// <budget>" and records the job as that operation's. Otherwise it creates "end" and feeds
-// nothing: the job ends as without continuation. Either party creates the file with
-// link(2), so exactly one decision holds: a trial that gave up waiting creates "end"
-// itself, and the driver then submits the rung as a new job. A restarted driver reads the
-// decision file of an intent it had not completed. A requeued job reads the chain of
-// decision files of its job to find its rung.
+// turns the searcher's operations (exp/searcher.h) into Slurm jobs and the jobs'
+// outcomes, read back from the tracking store (exp/store.h), into the searcher's events.
+// Its journal makes a driver killed at any instant carry on with no trial submitted
+// twice and no result lost; a trial may continue to its next rung in the same job. Both
+// are described in docs/design/search.md.
 #pragma once
 
 #include <cstdint>

@@ -1,44 +1,9 @@
 // Hyperparameter search, the pure part: the search space, seeded sampling and the
 // searchers (asha, random, grid) as a state machine. Events go in (a trial reported a
-// metric, finished its budget, failed), operations come out (create a trial with its
-// hyperparameters and budget, continue a trial to a larger budget, stop a trial, the
-// search is complete). Nothing here knows Slurm: `dl-search` (exp/dl_search.cc) turns
-// operations into jobs and job outcomes into events.
-//
-// Why a state machine (Determined's searcher does the same): the state is a pure
-// function of the configuration, the seed and the events, so a driver killed at any
-// instant replays the events it recorded and arrives at exactly the state, and the
-// numbered operations, it had; it then only has to find out which of those operations
-// had reached Slurm.
-//
-// ASHA (Li et al., "A System for Massively Parallel Hyperparameter Tuning", 2020): rung k
-// of R gives a trial budget * divisor^-(R-1-k) steps. Whenever a slot is free, the best
-// not yet promoted trial among the top 1/divisor of the highest rung that has one is
-// promoted (it resumes from its own checkpoint with the next rung's budget); otherwise a
-// new trial starts at rung 0. A trial waiting at a rung may still be promoted later, as
-// more trials reach that rung; once nothing can change any more, the waiting trials
-// are stopped.
-//
-// ASHA's stopping variant (asha_mode: stopping; Optuna's SuccessiveHalvingPruner,
-// Determined's asha_stopping): a trial that ends a rung in the top max(1, floor(n /
-// divisor)) of the n values that rung has so far continues at once to the next rung
-// (resuming from its own checkpoint, keeping its slot); otherwise it is stopped for good.
-// Nothing waits at a rung, so no GPU time goes to a trial that ranked low when it
-// arrived and only later became "top" as worse trials arrived after it.
-//
-// Pausing one trial (`dl-search pause EXP TRIAL`; events paused, held, resumed) gives its
-// slot of max_concurrent_trials back, as Determined's pause of a trial frees its
-// resources, so that pausing trials never stalls the search. A running trial keeps
-// counting until its job is off its GPUs (the `held` event: its job requeued held after
-// its checkpoint, or held while pending); only then does its slot go to the next
-// promotion or trial, so the jobs that may run never exceed the limit, not even while
-// the paused one writes its checkpoint. A paused trial waiting at a rung is not
-// promoted. A resumed trial runs again at once if a slot is free; otherwise it waits for
-// one (its job stays held) and gets the next free slot before any promotion or new
-// trial, in the order trials were resumed: it has a checkpoint part way through a rung,
-// and the user asked for it, so it goes first. Starting it at once instead would run
-// more than max_concurrent_trials at once, which the user set for a reason (a GPU quota,
-// a licence, a share of the cluster). A search is not complete while a trial is paused.
+// metric, finished its budget, failed), operations come out (create, continue or stop a
+// trial; the search is complete). Nothing here knows Slurm: exp/search_driver.h turns
+// operations into jobs. Why a state machine, ASHA's two modes and pausing:
+// docs/design/search.md.
 #pragma once
 
 #include <cstdint>

@@ -1,28 +1,7 @@
 // The messages dlrun's ranks exchange with rank 0 over their TCP control connection:
 // one text line each, "VERB field ..." (the last field of WANT, EXIT and END is free
-// text). Small and readable on purpose: a handful per checkpoint, visible in a packet
-// capture or `strace` when something hangs.
-//
-//   to rank 0                                from rank 0
-//   HELLO <rank> <key> <node>                PREPARE <seq>
-//   WANT <stop 0|1> <why>                    TARGET <seq> <step> <stop 0|1>
-//   STEP <seq> <frozen 0|1> <step>           STOPAFTER <seq>
-//   DONE <seq> <step>                        END <exit code> <why>
-//   EXIT <exit code> <how>                   DUMP <why>
-//   PROGRESS <step> <ms since it changed> <busy 0|1>
-//   TRACE <one line of stacks>
-//   TRACED <0 collected|1 failed> <how>
-//   GPU <minor:util:used MiB:total MiB ...>
-//
-// PROGRESS, DUMP, TRACE and TRACED are the hang watchdog's (--dl-watchdog,
-// launcher/watchdog.h): each rank's last step, and the stacks of a stalled program.
-// GPU: the samples of the job's GPUs on the sender's node (launcher/gpu_usage.h), from
-// the node's first rank.
-//
-// Rank 0's control port is reachable by anyone on the network, so a connection counts
-// as a rank only once its first line is a HELLO carrying the step's secret (<key>): 32
-// random bytes rank 0 draws for each step and hands to the other ranks through the PMIx
-// fence, which only the step's own tasks can read. Anything else is closed unheard.
+// text). A connection counts as a rank only once its first line is a HELLO carrying the
+// step's secret. The messages and what each is for: docs/design/control-protocol.md.
 #pragma once
 
 #include <cstdint>
