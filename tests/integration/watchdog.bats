@@ -192,13 +192,13 @@ check_hang() {
   [ -z "$(drained)" ]
 }
 
-@test "drain_after on a cluster of 1,200 more nodes: a job whose every task fails drains one node" {
+@test "drain_after on a cluster of 1,500 more nodes: a job whose every task fails drains one node" {
   # A second cluster, whose node list (scontrol -o show nodes) is over 1 MiB, its own
-  # nodes last.
+  # nodes last (Slurm 24.11 writes about 830 bytes per node: 1,200 were not enough).
   padded="$DL_BUILD_DIR/test-clusters/padded" # munged must reach it
   rm -rf "$padded/drain"
   "$DL_ROOT/scripts/minicluster" up --dir "$padded" --port-base $((${DL_MINICLUSTER_PORT_BASE:-16800} + 1100)) \
-    --nodes 2 --padding-nodes 1200 --spank-args "drain_after=2 drain_state_dir=$padded/drain" >/dev/null
+    --nodes 2 --padding-nodes 1500 --spank-args "drain_after=2 drain_state_dir=$padded/drain" >/dev/null
   export SLURM_CONF=$padded/slurm.conf
   [ "$(scontrol -o show nodes | wc -c)" -gt $((1 << 20)) ]
   cd /home/dltest
