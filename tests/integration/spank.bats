@@ -16,7 +16,7 @@ teardown() {
   tmux kill-session -t dlpty 2>/dev/null || true
   [ -z "${p:-}" ] || rm -f "$p"*
   if [ -f "$BATS_TEST_TMPDIR/squash.pid" ]; then
-    umount -l "$mcdir/squash" 2>/dev/null || true
+    in_nodes_ns umount -l "$mcdir/squash" 2>/dev/null || true
     kill "$(cat "$BATS_TEST_TMPDIR/squash.pid")" 2>/dev/null || true
     rm -rf "$mcdir/squash" "$mcdir/squash.src"
     plugstack_restore
@@ -299,16 +299,17 @@ EOF
   squash=$mcdir/squash
   mkdir -p "$squash" "$squash.src"
   chmod 1777 "$squash.src"
-  "$DL_ROOT/tests/integration/root_squash_fs.py" "$squash.src" "$squash" \
+  # Mounted where the nodes' slurmd see it (in_nodes_ns), and used from there.
+  in_nodes_ns "$DL_ROOT/tests/integration/root_squash_fs.py" "$squash.src" "$squash" \
     "$BATS_TEST_TMPDIR/as-root.log" 2>"$BATS_TEST_TMPDIR/squash.err" 3>&- &
   echo $! >"$BATS_TEST_TMPDIR/squash.pid"
-  wait_until 20 "mountpoint -q '$squash'"
+  wait_until 20 "in_nodes_ns mountpoint -q '$squash'"
   plugstack_with "allowed_ckpt_roots=$squash"
   cd /home/dltest
   # <root>/dltest 0700, which root cannot open there; the job's TMPDIR in it.
-  as_dltest mkdir -m 0700 "$squash/dltest" "$squash/dltest/tmp"
+  in_nodes_ns runuser -u dltest -- mkdir -m 0700 "$squash/dltest" "$squash/dltest/tmp"
   : >"$BATS_TEST_TMPDIR/as-root.log"
-  job=$(as_dltest env TMPDIR="$squash/dltest/tmp" sbatch --parsable -w n1 --dl-gpus=1 \
+  job=$(in_nodes_ns runuser -u dltest -- env SLURM_CONF="$SLURM_CONF" TMPDIR="$squash/dltest/tmp" sbatch --parsable -w n1 --dl-gpus=1 \
     --dl-ckpt-dir="$squash/dltest/run" -o /home/dltest/squash.out \
     --wrap 'srun -n1 sh -c "touch \$DL_CKPT_DIR/ran"; echo ran')
   wait_state "$job" COMPLETED 60
@@ -329,6 +330,10 @@ EOF
       "$mcdir/log/slurmd-$n.log")" -ge 1 ]
   done
 }
+
+# Runs a command in the mount namespace of the nodes' slurmd: on another stack the
+# daemons run in one of their own (scripts/lib/stack.sh), which a mount made here misses.
+in_nodes_ns() { nsenter -t "$(head -n 1 "$mcdir/run/slurmd-n1.pid")" -m -r -- env -C "$PWD" "$@"; }
 
 # Node n$1 is not drained (a failing init_post_opt used to drain it: "batch job complete
 # failure", so a planted link would take nodes away from everyone).
