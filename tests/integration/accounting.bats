@@ -32,7 +32,8 @@ as_dlother() { runuser -u dlother -- env SLURM_CONF="$SLURM_CONF" "$@"; }
 comment_of() { scontrol show job "$1" | sed -n 's/^ *Comment=\(.*[^ ]\) *$/\1/p'; }
 log_of_ctld() { sed -n 's/^SlurmctldLogFile=//p' "$SLURM_CONF"; }
 
-@test "accounting: a DL job of an unprivileged user runs under dlrun, checkpoints and is in sacct" {
+# accounting: a DL job of an unprivileged user runs under dlrun, checkpoints and is in sacct
+@test "accounting: a user's DL job runs and is in sacct" {
   job=$(as_dltest sbatch --parsable -N2 --ntasks-per-node=1 --dl-gpus=2 --dl-ckpt-every=1s \
     -o out.txt --wrap "srun --mpi=pmix $DLRUN $TRAINER --steps 30 --step-ms 100")
   wait_state "$job" 'COMPLETED|FAILED' 90
@@ -41,7 +42,9 @@ log_of_ctld() { sed -n 's/^SlurmctldLogFile=//p' "$SLURM_CONF"; }
   wait_until 30 "sacct -n -X -j $job -o State%20,User%10,Account%10 | grep -q 'COMPLETED *dltest *dl'"
 }
 
-@test "reshape=yes (hostile, as dltest): a reshape that would break the owner's node limit is refused; without the limit it happens" {
+# reshape=yes (hostile, as dltest): a reshape that would break the owner's node limit is refused;
+# without the limit it happens
+@test "reshape=yes (hostile): no reshape past a node limit" {
   # One GPU taken on each node: 4 GPUs as 2x2 cannot start, 4x1 can.
   for n in 1 2 3 4; do
     busy=$(submit -o /dev/null -w "n$n" --gres=gpu:1 --wrap 'sleep 300')

@@ -63,7 +63,8 @@ EOF
   done
 }
 
-@test "ckpt: dl-ckpt ls and show name the job and user that wrote a checkpoint" {
+# ckpt: dl-ckpt ls and show name the job and user that wrote a checkpoint
+@test "ckpt: dl-ckpt ls and show name the writer" {
   SLURM_JOB_ID=4712 SLURM_ARRAY_JOB_ID=4700 SLURM_ARRAY_TASK_ID=3 \
     "$writer" save --dir ck --step 100 >/dev/null
   env -u SLURM_JOB_ID -u SLURM_ARRAY_JOB_ID -u SLURM_ARRAY_TASK_ID SLURM_JOB_ID=4711 \
@@ -151,7 +152,8 @@ assert j["dry_run"] and [p.rsplit("/", 1)[1] for p in j["removed"]] == ["step-00
   [ "$output" = "dl-ckpt: --keep must be at least 1" ]
 }
 
-@test "ckpt: 3 ranks save on the cluster, 2 ranks load it back, export is whole" {
+# ckpt: 3 ranks save on the cluster, 2 ranks load it back, export is whole
+@test "ckpt: 3 ranks save, 2 load, export is whole" {
   shared=$(mktemp -d /tmp/dl-ckpt-srun.XXXXXX)
   chmod 755 "$shared"
   run run_srun -N3 -n3 "$writer" save --dir "$shared/ck" --step 7
@@ -187,7 +189,8 @@ EOF
   [ "$output" = "export ok" ]
 }
 
-@test "ckpt: ENOSPC mid-save fails cleanly and keeps the previous checkpoint" {
+# ckpt: ENOSPC mid-save fails cleanly and keeps the previous checkpoint
+@test "ckpt: ENOSPC mid-save keeps the previous one" {
   small=$BATS_TEST_TMPDIR/small
   mkdir -p "$small"
   mount -t tmpfs -o size=8m tmpfs "$small"
@@ -206,7 +209,8 @@ EOF
   [ "$output" = "loaded step 1 from world size 1" ]
 }
 
-@test "ckpt: an unwritable directory or another user's is a clear error" {
+# ckpt: an unwritable directory or another user's is a clear error
+@test "ckpt: an unwritable directory is a clear error" {
   shared=$(mktemp -d /tmp/dl-ckpt-perm.XXXXXX)
   chmod 755 "$shared"
   mkdir "$shared/mine" "$shared/ck"
@@ -235,7 +239,8 @@ EOF
   [ "$(ls "$shared/ck" | tr '\n' ' ')" = "latest step-000000001 step-000000002 " ]
 }
 
-@test "ckpt: files that are not checkpoints give clear errors, never a crash" {
+# ckpt: files that are not checkpoints give clear errors, never a crash
+@test "ckpt: non-checkpoints give clear errors" {
   "$py" -c 'import h5py, numpy; h5py.File("plain.h5", "w")["x"] = numpy.arange(10)'
   run "$dlckpt" verify plain.h5
   [ "$status" -eq 2 ]
@@ -282,7 +287,8 @@ EOF
   [ "$(echo "$output" | grep -c 'warning: checkpoint ck/step-00000000[234] is unusable')" -eq 3 ]
 }
 
-@test "ckpt: kill -9 of a writer at 50 random instants never leaves a bad checkpoint visible" {
+# ckpt: kill -9 of a writer at 50 random instants never leaves a bad checkpoint visible
+@test "ckpt: writer killed at 50 instants: never bad" {
   for i in $(seq 1 50); do
     "$writer" loop --dir ck --mib 4 --keep 3 >>loop.out 2>&1 &
     pid=$!
@@ -310,7 +316,8 @@ EOF
   [ "$(ls -A ck | grep -vc '^step-\|^latest$')" -eq 0 ]
 }
 
-@test "ckpt: links planted in a user's checkpoint directory are never written or deleted through" {
+# ckpt: links planted in a user's checkpoint directory are never written or deleted through
+@test "ckpt: planted links are never followed" {
   # dlother cannot write into dltest's directories, so the names are planted as dltest
   # (a compromised or buggy earlier process of the job's user, or a group member of a
   # directory shared on purpose): links to a file and a directory of dltest's own.

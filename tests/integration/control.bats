@@ -26,7 +26,9 @@ as_stranger() {
     "exec 3<>/dev/tcp/127.0.0.1/$1 && printf '$2' >&3 && sleep 0.3" 2>/dev/null || true
 }
 
-@test "a stranger on rank 0's control port (garbage, forged HELLO/WANT/EXIT, a held connection) changes nothing" {
+# a stranger on rank 0's control port (garbage, forged HELLO/WANT/EXIT, a held connection) changes
+# nothing
+@test "a stranger on rank 0's control port changes nothing" {
   # Rank 1 starts dlrun only once the stranger is done: until then rank 0 waits in the
   # PMIx fence with its control port open, the window a stranger has.
   cat >job.sh <<JOB

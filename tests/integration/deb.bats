@@ -247,7 +247,8 @@ fake_deb() {
   [ "$(dpkg-query -W -f '${Version}\n' slurmctld slurm-client | sort -u)" = "$slurm_deb" ]
 }
 
-@test "a reinstall and an upgrade leave the packaged files and nothing else" {
+# a reinstall and an upgrade leave the packaged files and nothing else
+@test "reinstall and upgrade leave only packaged files" {
   [ "$(states | grep -c '^ii')" = 4 ] || skip "the packages are not installed"
   v1=$(dpkg-deb -f "$top/deb1/slurm-dl_"*.deb Version)
   v2=$(dpkg-deb -f "$top/deb2/slurm-dl_"*.deb Version)

@@ -18,8 +18,9 @@ unique_name() { echo "dlrun-$1-$$-$RANDOM"; }
 
 field_values() { grep -o "$1=[^ ]*" "${2:-out.txt}" | cut -d= -f2 | sort -u; }
 
+# 8 ranks on 4 nodes see ranks 0..7 once each and the same MASTER_ADDR, MASTER_PORT and NCCL id
 # bats test_tags=stacks
-@test "8 ranks on 4 nodes see ranks 0..7 once each and the same MASTER_ADDR, MASTER_PORT and NCCL id" {
+@test "8 ranks on 4 nodes: one rendezvous, ranks 0..7" {
   run run_srun -N4 --ntasks-per-node=2 --mpi=pmix "$DLRUN" sh -c \
     'echo env $RANK $WORLD_SIZE $LOCAL_RANK $LOCAL_WORLD_SIZE $GROUP_RANK $SLURMD_NODENAME $MASTER_ADDR $MASTER_PORT $DL_NCCL_UNIQUE_ID $SLURM_STEP_RESV_PORTS'
   [ "$status" -eq 0 ]
@@ -39,7 +40,8 @@ field_values() { grep -o "$1=[^ ]*" "${2:-out.txt}" | cut -d= -f2 | sort -u; }
   [ "${11}" -ge "${13%-*}" ] && [ "${11}" -le "${13#*-}" ]
 }
 
-@test "two jobs on the same nodes at the same time get different MASTER_PORTs" {
+# two jobs on the same nodes at the same time get different MASTER_PORTs
+@test "two jobs on one node get different MASTER_PORTs" {
   for j in a b; do
     submit -N4 --ntasks-per-node=1 -o $j.out --wrap "srun --mpi=pmix $DLRUN --no-prefix sh -c '
       echo port=\$MASTER_PORT; [ \$RANK = 0 ] && touch $PWD/$j.ready
@@ -55,7 +57,8 @@ field_values() { grep -o "$1=[^ ]*" "${2:-out.txt}" | cut -d= -f2 | sort -u; }
   [ "$(field_values port a.out)" != "$(field_values port b.out)" ]
 }
 
-@test "DL_STATUS_COMMENT=off keeps the status line out of the job comment, in the output only" {
+# DL_STATUS_COMMENT=off keeps the status line out of the job comment, in the output only
+@test "DL_STATUS_COMMENT=off: status line in output only" {
   job=$(submit -N1 --dl-grace=30s -o out.txt --export=ALL,DL_STATUS_COMMENT=off \
     --wrap "srun --mpi=pmix $DLRUN --status-interval=1s $TRAINER --steps 40 --step-ms 50")
   wait_state "$job" COMPLETED 120
@@ -69,7 +72,9 @@ field_values() { grep -o "$1=[^ ]*" "${2:-out.txt}" | cut -d= -f2 | sort -u; }
   [[ $output == *"--status-comment=maybe: expected on or off"* ]]
 }
 
-@test "SIGTERM reaches the program as one checkpoint request; the job requeues and resumes from DL_RESUME_FROM" {
+# SIGTERM reaches the program as one checkpoint request; the job requeues and resumes from
+# DL_RESUME_FROM
+@test "SIGTERM: one checkpoint request, requeue, resume" {
   name=$(unique_name sigterm)
   job=$(submit -J "$name" -N2 --ntasks-per-node=1 --requeue --dl-grace=30s -o out.txt \
     --open-mode=append --wrap "srun --mpi=pmix $DLRUN --status-interval=1s $TRAINER --steps 150 --step-ms 50")
@@ -92,7 +97,8 @@ field_values() { grep -o "$1=[^ ]*" "${2:-out.txt}" | cut -d= -f2 | sort -u; }
   [[ $(job_comment "$job") =~ ^dl:\ no\ GPUs\ \|\ COMPLETED\ step\ 149 ]]
 }
 
-@test "a checkpoint directory emptied before the requeue: dlrun names the directory and the lost step" {
+# a checkpoint directory emptied before the requeue: dlrun names the directory and the lost step
+@test "checkpoints gone before requeue: named, not hidden" {
   # As on a node whose checkpoint root is not the one the first run wrote to: the next
   # run finds neither the checkpoints nor the restart history beside them. The job
   # comment, which slurmctld keeps, still says which step the job had.
@@ -111,7 +117,8 @@ field_values() { grep -o "$1=[^ ]*" "${2:-out.txt}" | cut -d= -f2 | sort -u; }
   grep -q 'done rank=0 step=80' out.txt
 }
 
-@test "a preempting job: the victim checkpoints in its grace time, requeues itself and resumes" {
+# a preempting job: the victim checkpoints in its grace time, requeues itself and resumes
+@test "preempted: checkpoint in grace time, requeue, resume" {
   scontrol update PartitionName=low GraceTime=30
   name=$(unique_name preempt)
   low=$(submit -p low -J "$name" -N4 --gpus-per-node=2 --dl-preemptible --dl-grace=20s -o out.txt \
@@ -127,7 +134,8 @@ field_values() { grep -o "$1=[^ ]*" "${2:-out.txt}" | cut -d= -f2 | sort -u; }
   [ "$(grep -c 'done rank=[0-3] step=200' out.txt)" -eq 4 ]
 }
 
-@test "scancel: every rank checkpoints, and the cancelled job is not requeued" {
+# scancel: every rank checkpoints, and the cancelled job is not requeued
+@test "scancel: every rank checkpoints, no requeue" {
   job=$(submit -J "$(unique_name cancel)" -N2 --ntasks-per-node=1 --requeue --dl-grace=20s \
     -o out.txt --wrap "srun --mpi=pmix $DLRUN $TRAINER --step-ms 50")
   wait_until 60 '[ "$(grep -c "start rank=" out.txt)" -eq 2 ]'
@@ -141,7 +149,8 @@ field_values() { grep -o "$1=[^ ]*" "${2:-out.txt}" | cut -d= -f2 | sort -u; }
   ! grep -q warning out.txt || false
 }
 
-@test "the deadline: dlrun checkpoints before the time limit without any signal, and the job resumes" {
+# the deadline: dlrun checkpoints before the time limit without any signal, and the job resumes
+@test "deadline: checkpoint before the time limit" {
   name=$(unique_name deadline)
   # end - 10 s (--dl-grace, no save measured yet) - 5 s margin: about 45 s after start.
   job=$(submit -J "$name" -N2 --ntasks-per-node=1 --requeue --time=1 --dl-grace=10s -o out.txt \
@@ -154,7 +163,9 @@ field_values() { grep -o "$1=[^ ]*" "${2:-out.txt}" | cut -d= -f2 | sort -u; }
   ! grep -q 'TIMEOUT\|DUE TO TIME LIMIT' out.txt || false
 }
 
-@test "DL_RESUME_FROM is the newest checkpoint that verifies: a corrupted newer one is skipped with a warning" {
+# DL_RESUME_FROM is the newest checkpoint that verifies: a corrupted newer one is skipped with a
+# warning
+@test "DL_RESUME_FROM skips a corrupt newest checkpoint" {
   name=$(unique_name verify)
   job=$(submit -J "$name" -N2 --ntasks-per-node=1 --dl-ckpt-keep=3 -o first.txt \
     --wrap "srun --mpi=pmix $DLRUN $TRAINER --steps 200 --step-ms 50")
@@ -194,7 +205,8 @@ open(path, "wb").write(data)
   [ "$(grep -c "resume=$resume first_step=$((old + 1))" second.txt)" -eq 2 ]
 }
 
-@test "a FIFO as the newest checkpoint's manifest: the next run resumes from the older one at once" {
+# a FIFO as the newest checkpoint's manifest: the next run resumes from the older one at once
+@test "a FIFO manifest: resume from the older checkpoint" {
   name=$(unique_name fifo)
   dir=$(dirname "$SLURM_CONF")/ckpt/$(id -un)/$name
   job=$(submit -J "$name" -N1 --dl-ckpt-dir="$dir" --dl-ckpt-keep=3 -o first.txt \
@@ -219,7 +231,8 @@ open(path, "wb").write(data)
   grep -q "resume=$resume first_step=$((old + 1))" second.txt
 }
 
-@test "kill -9 of one rank ends all ranks within 10 s and the job requeues" {
+# kill -9 of one rank ends all ranks within 10 s and the job requeues
+@test "a rank killed: all ranks end, the job requeues" {
   job=$(submit -J "$(unique_name kill)" -N2 --ntasks-per-node=2 --requeue -o out.txt \
     --open-mode=append --wrap "srun --mpi=pmix $DLRUN $TRAINER --step-ms 100 --pid-dir $PWD")
   wait_until 60 '[ "$(ls pid.* 2>/dev/null | wc -l)" -eq 4 ]'
@@ -232,7 +245,8 @@ open(path, "wb").write(data)
   [[ $(job_comment "$job") =~ RUNNING|REQUEUED ]]
 }
 
-@test "kill -9 of rank 0's dlrun itself: the other ranks stop and rank 1 requeues the job" {
+# kill -9 of rank 0's dlrun itself: the other ranks stop and rank 1 requeues the job
+@test "rank 0's dlrun killed: rank 1 requeues the job" {
   job=$(submit -J "$(unique_name kill0)" -N2 --ntasks-per-node=2 --requeue -o out.txt \
     --open-mode=append --wrap "srun --mpi=pmix $DLRUN $TRAINER --step-ms 100 --pid-dir $PWD")
   wait_until 60 '[ "$(ls pid.* 2>/dev/null | wc -l)" -eq 4 ]'
@@ -246,7 +260,8 @@ open(path, "wb").write(data)
   grep -q '\[rank 1@n[0-9]\] dlrun: requeued job' out.txt
 }
 
-@test "a job that never progresses ends held, with the reason in scontrol show job" {
+# a job that never progresses ends held, with the reason in scontrol show job
+@test "no progress: held, with the reason" {
   job=$(submit -J "$(unique_name stuck)" -N1 --requeue --dl-max-restarts=5 -o out.txt \
     --open-mode=append --wrap "srun --mpi=pmix $DLRUN --max-stalled-restarts=1 sh -c 'exit 1'")
   wait_until 90 '[ "$(job_field "$job" Restarts)" = 2 ] && [ "$(job_state "$job")" = PENDING ]'
@@ -259,7 +274,8 @@ open(path, "wb").write(data)
   [ "$(job_field "$job" Restarts)" = 2 ]
 }
 
-@test "a failing array task is requeued alone, even the one whose id is the array's" {
+# a failing array task is requeued alone, even the one whose id is the array's
+@test "a failing array task is requeued alone" {
   # The array's last task carries the array's own job id: requeueing that id by name
   # ("scontrol requeue <id>") would requeue the whole array.
   array=$(submit --array=0-2 -N1 --requeue -o 'out.%a' --open-mode=append --wrap "srun --mpi=pmix $DLRUN sh -c '
@@ -280,7 +296,9 @@ open(path, "wb").write(data)
   done
 }
 
-@test "two array tasks of one script, both requeued: each resumes its own checkpoint and dlrun names the writer" {
+# two array tasks of one script, both requeued: each resumes its own checkpoint and dlrun names the
+# writer
+@test "two array tasks each resume their own checkpoint" {
   array=$(submit --array=0-1 -N1 --requeue --dl-grace=30s -o 'out.%a' --open-mode=append \
     --wrap "srun --mpi=pmix $DLRUN $TRAINER --steps 100 --step-ms 50")
   wait_until 60 'grep -q "start rank=0" out.0 && grep -q "start rank=0" out.1'
@@ -299,7 +317,8 @@ open(path, "wb").write(data)
   done
 }
 
-@test "the Python client: all ranks checkpoint at the same step on SIGUSR1 and carry on" {
+# the Python client: all ranks checkpoint at the same step on SIGUSR1 and carry on
+@test "Python client: SIGUSR1 checkpoints at one step" {
   job=$(submit -N2 --ntasks-per-node=2 -o out.txt --wrap "srun --mpi=pmix $DLRUN \
     /usr/bin/python3 $DL_ROOT/tests/integration/dlrun_trainer.py --steps 120 --step-ms 50")
   wait_until 60 '[ "$(grep -c "start rank=" out.txt)" -eq 4 ]'
@@ -312,8 +331,9 @@ open(path, "wb").write(data)
   [ "$(job_field "$job" Restarts)" = 0 ]
 }
 
+# an Open MPI program (MPI_Init, MPI_Allreduce) runs correctly under dlrun on 4 nodes
 # bats test_tags=stacks
-@test "an Open MPI program (MPI_Init, MPI_Allreduce) runs correctly under dlrun on 4 nodes" {
+@test "an Open MPI program under dlrun on 4 nodes" {
   # Open MPI 4.1's TCP transport sometimes calls a null pointer inside MPI_Init when the
   # "nodes" share one host and it is busy (a libevent callback of mca_btl_tcp; 3 to 9% of
   # runs on a loaded mini-cluster, without dlrun too): that crash, and only it, gets up to
@@ -329,8 +349,9 @@ open(path, "wb").write(data)
   [ "$(echo "$output" | grep -o 'mpi rank=[0-7]' | sort -u | wc -l)" -eq 8 ]
 }
 
+# srun dlrun without --mpi: steps of DL jobs get PMIx (cli_filter/dl), other steps keep MpiDefault
 # bats test_tags=stacks
-@test "srun dlrun without --mpi: steps of DL jobs get PMIx (cli_filter/dl), other steps keep MpiDefault" {
+@test "srun dlrun without --mpi gets PMIx in DL jobs" {
   # An srun with a --dl-* option, and an srun inside a DL job's allocation.
   run run_srun -N2 --dl-gpus=2 "$DLRUN" --no-prefix sh -c 'echo "rank=$RANK of $WORLD_SIZE"'
   [ "$status" -eq 0 ]
@@ -346,7 +367,8 @@ open(path, "wb").write(data)
   [[ $output =~ "dlrun: this task has no PMIx server (srun ran without --mpi=pmix)" ]]
 }
 
-@test "outside any job, or in a step without PMIx, dlrun fails at once with the command line that works" {
+# outside any job, or in a step without PMIx, dlrun fails at once with the command line that works
+@test "dlrun without a job or PMIx: fails, says what works" {
   run "$DLRUN" -v ./train.py --lr 0.1
   [ "$status" -eq 2 ]
   [[ $output =~ "dlrun: not in a Slurm job" ]]
@@ -363,8 +385,10 @@ open(path, "wb").write(data)
   [[ $output =~ "Slurm sends it to every process of the step" ]]
 }
 
+# ask for N GPUs, get N ranks: dlrun in the batch script, in salloc, srun dlrun in salloc, srun
+# dlrun creating the job
 # bats test_tags=stacks
-@test "ask for N GPUs, get N ranks: dlrun in the batch script, in salloc, srun dlrun in salloc, srun dlrun creating the job" {
+@test "N GPUs give N ranks in every launch form" {
   ranks='echo "ranks $WORLD_SIZE"'
   job=$(submit -N2 --dl-gpus=4 -o batch.txt --wrap "$DLRUN --no-prefix sh -c '$ranks'")
   run timeout 60 salloc -N1 --dl-gpus=2 "$DLRUN" --no-prefix sh -c "$ranks" </dev/null
@@ -381,7 +405,9 @@ open(path, "wb").write(data)
   [ "$(grep -c '^ranks 4$' batch.txt)" -eq 4 ] || { cat batch.txt; false; }
 }
 
-@test "dlrun started by the user's srun says at start that a failed rank is not restarted inside the allocation" {
+# dlrun started by the user's srun says at start that a failed rank is not restarted inside the
+# allocation
+@test "srun dlrun says it cannot restart in place" {
   job=$(submit -N1 --dl-gpus=1 -o srun.txt --wrap "srun $DLRUN true")
   own=$(submit -N1 --dl-gpus=1 -o own.txt --wrap "$DLRUN true")
   run run_srun -N1 --dl-gpus=1 "$DLRUN" true

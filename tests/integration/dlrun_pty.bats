@@ -119,7 +119,9 @@ start_pty() {
   NODE=$(screen | sed -n 's/^job=[0-9]* node=\(.*\)/\1/p' | head -n 1)
 }
 
-@test "srun --pty --dl-gpus=2 bash: dlrun runs one rank per GPU; Ctrl-C checkpoints, stops every rank and leaves nothing" {
+# srun --pty --dl-gpus=2 bash: dlrun runs one rank per GPU; Ctrl-C checkpoints, stops every rank and
+# leaves nothing
+@test "srun --pty: a rank per GPU; Ctrl-C stops cleanly" {
   start_pty
   type_line "$DL_BUILD_DIR/launcher/dlrun /usr/bin/python3 rank_env.py"
   wait_rc
@@ -190,7 +192,9 @@ start_pty() {
   wait_rc 10
 }
 
-@test "salloc -N2 --dl-gpus=2 bash: dlrun starts a rank per task; Ctrl-C in the terminal stops every rank once, exit 143; exit ends the job" {
+# salloc -N2 --dl-gpus=2 bash: dlrun starts a rank per task; Ctrl-C in the terminal stops every rank
+# once, exit 143; exit ends the job
+@test "salloc: a rank per task; Ctrl-C stops every rank" {
   start_pty salloc -N2 --ntasks-per-node=1 --dl-gpus=2 bash --norc --noprofile
   # The shell runs here, outside any step: dlrun is the job-level launcher.
   type_line "$DL_BUILD_DIR/launcher/dlrun /usr/bin/python3 $DL_ROOT/tests/integration/dlrun_trainer.py \
@@ -245,7 +249,8 @@ start_pty() {
   [ "$(job_state "$JOB")" = COMPLETED ] || [ -z "$(job_state "$JOB")" ]
 }
 
-@test "srun --pty --dl-gpus=2 bash: a torch DDP program all-reduces over gloo across the two local ranks" {
+# srun --pty --dl-gpus=2 bash: a torch DDP program all-reduces over gloo across the two local ranks
+@test "srun --pty: torch DDP over gloo on two ranks" {
   start_pty
   type_line "$DL_BUILD_DIR/launcher/dlrun /usr/bin/python3 ddp.py"
   wait_rc 120
@@ -254,7 +259,8 @@ start_pty() {
     sort | tr '\n' ';')" = "0 2 3;1 2 3;" ] || { screen; false; }
 }
 
-@test "a one-task step whose rank 0 cannot choose the rendezvous: each rank says why, dlrun exits 1" {
+# a one-task step whose rank 0 cannot choose the rendezvous: each rank says why, dlrun exits 1
+@test "one-task step without a rendezvous: says why" {
   # `; exit` keeps bash from exec'ing dlrun, which would make it the step's task.
   run run_srun --dl-gpus=2 bash -c "SLURM_STEP_RESV_PORTS=bad $DL_BUILD_DIR/launcher/dlrun true; exit"
   [ "$status" -eq 1 ]

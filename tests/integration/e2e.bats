@@ -42,7 +42,9 @@ start_with_periodic_checkpoints() {
   echo "$job"
 }
 
-@test "e2e 1: preempted by a higher-priority job, it checkpoints, requeues, resumes and ends equal to the reference" {
+# e2e 1: preempted by a higher-priority job, it checkpoints, requeues, resumes and ends equal to the
+# reference
+@test "e2e 1: preempted: checkpoint, requeue, resume, equal" {
   ref=$(reference 400)
   job=$(submit_dp -J "$(unique_name preempt)" -p low --dl-grace=30s \
     "$EXAMPLES/dp_trainer.sbatch" --steps 400 --step-ms 50 --out "$PWD/out.bin")
@@ -55,8 +57,10 @@ start_with_periodic_checkpoints() {
   [[ $(job_comment "$job") =~ ^dl:\ 4\ GPUs.*\|\ COMPLETED\ step\ 399 ]]
 }
 
+# e2e 1 (PyTorch): the DDP trainer, preempted and resumed, ends with the reference's parameters bit
+# for bit
 # bats test_tags=stacks
-@test "e2e 1 (PyTorch): the DDP trainer, preempted and resumed, ends with the reference's parameters bit for bit" {
+@test "e2e 1 (PyTorch): DDP preempted, resumed, bit for bit" {
   # The reference: the same two ranks, never interrupted.
   run_srun -N2 --ntasks-per-node=1 --mpi=pmix \
     --export="ALL,PYTHONPATH=$DL_ROOT/python,DL_CKPT_LIB=$DL_BUILD_DIR/ckpt/.libs/libdlckpt.so.0" \
@@ -75,7 +79,9 @@ start_with_periodic_checkpoints() {
     "$(sed -n 's/^\[rank 0@n[0-9]*\] final step 199 loss //p' out.txt)" ]
 }
 
-@test "e2e 2: at its time limit it checkpoints before the end, requeues, resumes and ends equal to the reference" {
+# e2e 2: at its time limit it checkpoints before the end, requeues, resumes and ends equal to the
+# reference
+@test "e2e 2: time limit: checkpoint before it, resume, equal" {
   ref=$(reference 900)
   # A 1-minute limit for a run of about 80 s. The checkpoint comes from job_submit/dl's
   # warning signal (SIGUSR2 at grace + margin before the end) or from dlrun's own
@@ -90,7 +96,9 @@ start_with_periodic_checkpoints() {
   check_against_reference "$ref" 1
 }
 
-@test "e2e 3: kill -9 of one rank restarts the job inside the allocation from its last periodic checkpoint" {
+# e2e 3: kill -9 of one rank restarts the job inside the allocation from its last periodic
+# checkpoint
+@test "e2e 3: a rank killed: restart in the allocation" {
   ref=$(reference 600)
   job=$(start_with_periodic_checkpoints kill 600)
   wait_until 60 '[ -n "$(job_pids "$job" dp_trainer)" ]'
@@ -103,7 +111,9 @@ start_with_periodic_checkpoints() {
   check_against_reference "$ref" 1
 }
 
-@test "e2e 4: a node fails (its slurmd and processes killed): the job is requeued onto the other nodes and resumes" {
+# e2e 4: a node fails (its slurmd and processes killed): the job is requeued onto the other nodes
+# and resumes
+@test "e2e 4: a node fails: requeued without it, resumes" {
   ref=$(reference 600)
   job=$(start_with_periodic_checkpoints node 600)
   victim=$(other_node "$job")
@@ -120,7 +130,9 @@ start_with_periodic_checkpoints() {
   check_against_reference "$ref" 1
 }
 
-@test "e2e 5: the newest checkpoint corrupted while the job waits: resumed from the previous one, with a warning" {
+# e2e 5: the newest checkpoint corrupted while the job waits: resumed from the previous one, with a
+# warning
+@test "e2e 5: newest checkpoint corrupt: resumes from an older one" {
   ref=$(reference 500)
   name=$(unique_name corrupt)
   job=$(submit_dp -J "$name" --dl-ckpt-keep=3 \
@@ -154,7 +166,8 @@ with open(path, "r+b") as f:
   check_against_reference "$ref" 1 older-ok
 }
 
-@test "e2e 6: a program that always crashes stops after --dl-max-restarts, held with the reason" {
+# e2e 6: a program that always crashes stops after --dl-max-restarts, held with the reason
+@test "e2e 6: always crashing: held after --dl-max-restarts" {
   # Three failed runs, then the job is requeued held: restarted inside the allocation, or
   # requeued when the same node had the first failed rank twice (it is then excluded).
   cat >crash.sh <<'EOF'
@@ -178,7 +191,9 @@ EOF
   [ "$(job_field "$job" Restarts)" = "$restarts" ]
 }
 
-@test "e2e 7: slurmctld restarted while the job runs: the job, its status line and a later preemption carry on" {
+# e2e 7: slurmctld restarted while the job runs: the job, its status line and a later preemption
+# carry on
+@test "e2e 7: slurmctld restarted: the job carries on" {
   ref=$(reference 600)
   job=$(submit_dp -J "$(unique_name ctld)" \
     --export="ALL,DP_TRAINER=$DP,PATH=$DL_BUILD_DIR/launcher:$PATH,DL_STATUS_INTERVAL=1s" \
@@ -199,7 +214,8 @@ EOF
   check_against_reference "$ref" 1
 }
 
-@test "e2e 8: an elastic job resumes on fewer GPUs than it started with, its state resharded" {
+# e2e 8: an elastic job resumes on fewer GPUs than it started with, its state resharded
+@test "e2e 8: elastic job resumes on fewer GPUs, resharded" {
   ref=$(reference 500)
   # --dl-elastic=4:8 on nodes of 2 GPUs: 2 to 4 whole nodes. The tasks are set per node in
   # srun, not in sbatch: a fixed task count would cap the node count.

@@ -49,8 +49,9 @@ with open(sys.argv[1], "w") as f:
 # jq-free JSON checks: python3 reads dl-exp's output from stdin and runs the code in $1.
 check_json() { python3 -c "import json, sys; d = json.load(sys.stdin); $1"; }
 
+# exp 1: a preempted and resumed trial: every metric, checkpoint and event exactly once
 # bats test_tags=stacks
-@test "exp 1: a preempted and resumed trial: every metric, checkpoint and event exactly once" {
+@test "exp 1: preempted trial: every record exactly once" {
   # Periodic checkpoints too: a preemption may end the run after steps past its last
   # checkpoint were reported, and the next run reports them again.
   job=$(submit_dp -J "exp-preempt-$$" -p low --dl-grace=30s --dl-ckpt-every=3s \
@@ -101,7 +102,8 @@ assert steps == list(range(0, 200, 10)), steps
   [[ $output == *'"trial": "t1"'* ]]
 }
 
-@test "exp 2: concurrent writers from several jobs on several nodes, C++ and Python" {
+# exp 2: concurrent writers from several jobs on several nodes, C++ and Python
+@test "exp 2: concurrent writers, C++ and Python" {
   # Four array tasks (trials <array>_<task>), two nodes each, all at once, and a Python
   # program: ten writers appending to one experiment's journals concurrently.
   arr=$(submit --export="ALL" -p low --array=0-3 -N2 --ntasks-per-node=1 -o "arr-%a.txt" \
@@ -131,7 +133,9 @@ assert all(abs(m["value"] - m["step"] / 7) < 1e-12 for m in py)'
   [ "$(stat -c %a "$DL_EXP_ROOT/conc/journals")" = 700 ]
 }
 
-@test "exp 3: dl-exp names an unknown experiment or trial; list, logs and export; --json refused by export" {
+# exp 3: dl-exp names an unknown experiment or trial; list, logs and export; --json refused by
+# export
+@test "exp 3: dl-exp list, logs, export and its errors" {
   job=$(submit -N1 --dl-experiment=small --dl-trial=only -o out.txt \
     --wrap "srun --mpi=pmix $DLRUN $DP --steps 30 --step-ms 0 --out $PWD/out.bin")
   wait_state "$job" COMPLETED 60
@@ -185,7 +189,8 @@ assert [g[:2] for g in got] == [w[:2] for w in want] == [(0, "loss"), (10, "loss
 assert all(abs(g[2] - w[2]) <= 1e-6 * abs(w[2]) for g, w in zip(got, want)), (got, want)'
 }
 
-@test "exp 4: dl-exp plot draws each trial's curve with gnuplot, as PNG and SVG" {
+# exp 4: dl-exp plot draws each trial's curve with gnuplot, as PNG and SVG
+@test "exp 4: dl-exp plot as PNG and SVG" {
   for t in a b; do
     job=$(submit -N1 --dl-experiment=plots --dl-trial=$t -o "out-$t.txt" \
       --wrap "srun --mpi=pmix $DLRUN $DP --steps 50 --step-ms 0 --out $PWD/out-$t.bin")
@@ -216,7 +221,8 @@ assert sum(1 for e in svg.iter() if e.tag.endswith("path")) >= 2'
   [[ $output == *"-o x.jpg: expected a file name ending in .png or .svg"* ]]
 }
 
-@test "exp 5: show --follow shows the trial live and ends when it has ended" {
+# exp 5: show --follow shows the trial live and ends when it has ended
+@test "exp 5: show --follow ends with the trial" {
   job=$(submit -N1 --dl-experiment=live --dl-trial=t -o out.txt \
     --wrap "srun --mpi=pmix $DLRUN $DP --steps 150 --step-ms 50 --out $PWD/out.bin")
   wait_until 60 '"$DLEXP" show live --json >/dev/null 2>&1'
@@ -230,7 +236,8 @@ steps = [s[0]["step"] for s in shots if s[0]["step"] is not None]
 assert len(set(steps)) >= 3 and steps == sorted(steps), steps'
 }
 
-@test "exp 6: dl-exp serve: headless Chromium shows the trials dl-exp --json shows, with curves" {
+# exp 6: dl-exp serve: headless Chromium shows the trials dl-exp --json shows, with curves
+@test "exp 6: dl-exp serve in headless Chromium" {
   command -v chromium >/dev/null || skip "no browser on this stack (docs/compatibility.md)"
   for t in a b; do
     job=$(submit -N1 --dl-experiment=web --dl-trial=$t -o "out-$t.txt" \
@@ -269,7 +276,8 @@ coloured = sum(1 for (r, g, b) in px if max(r, g, b) - min(r, g, b) > 60)
 assert ink > 0.01 * len(px) and coloured > 200, (ink, coloured)'
 }
 
-@test "exp 7: dlother's private and trap experiments in a shared root: dltest's list still works" {
+# exp 7: dlother's private and trap experiments in a shared root: dltest's list still works
+@test "exp 7: others' experiments do not break list" {
   shared=$(mktemp -d /tmp/dl-exp-shared.XXXXXX)
   echo "$shared" >shared.path
   chmod 1777 "$shared"
@@ -299,7 +307,9 @@ assert ink > 0.01 * len(px) and coloured > 200, (ink, coloured)'
   [[ $output == *"experiment 'trap' under $shared belongs to dlother"* ]]
 }
 
-@test "exp 8: a FIFO, a link and a sparse 64 GiB journal of one's own are skipped or read in bounded pieces" {
+# exp 8: a FIFO, a link and a sparse 64 GiB journal of one's own are skipped or read in bounded
+# pieces
+@test "exp 8: FIFO, link, sparse journals are bounded" {
   metric='{"kind": "metrics", "trial": "t1", "step": 0, "time": 1, "values": {"loss": 0.5}}'
   write_journal "$DL_EXP_ROOT" own "$metric"
   mkfifo "$DL_EXP_ROOT/own/journals/fifo.jsonl"
@@ -315,7 +325,9 @@ assert ink > 0.01 * len(px) and coloured > 200, (ink, coloured)'
   [[ $output == *"dl-exp: skipped "*"link.jsonl"* ]]
 }
 
-@test "exp 9: control characters in journal strings are escaped; a trial name is checked before it is a path" {
+# exp 9: control characters in journal strings are escaped; a trial name is checked before it is a
+# path
+@test "exp 9: control characters escaped, names checked" {
   write_journal "$DL_EXP_ROOT" esc \
     '{"kind": "metrics", "trial": "a\u001b]0;owned\u0007b", "step": 0, "time": 1, "values": {"l\u001b[2Jx": 1}}' \
     '{"kind": "event", "event": "failed", "trial": "a\u001b]0;owned\u0007b", "time": 2, "reason": "bad\r\u001b[31mred"}' \
@@ -338,7 +350,8 @@ assert ink > 0.01 * len(px) and coloured > 200, (ink, coloured)'
   [ ! -e ../../outside ] && [ ! -e ../outside ] && [ ! -e tb/../../outside ]
 }
 
-@test "exp 10: dl-exp serve answers only with its token and only to the host names it serves" {
+# exp 10: dl-exp serve answers only with its token and only to the host names it serves
+@test "exp 10: serve needs its token and its host names" {
   write_journal "$DL_EXP_ROOT" web \
     '{"kind": "metrics", "trial": "t1", "step": 0, "time": 1, "values": {"loss": 0.5}}'
   port=$((${DL_MINICLUSTER_PORT_BASE:-6800} + 92))
@@ -370,7 +383,8 @@ assert ink > 0.01 * len(px) and coloured > 200, (ink, coloured)'
   [ "$(code -H "Host: localhost:$port" "$base/api/experiments?token=$token")" = 200 ]
 }
 
-@test "exp 11: an experiments root that dlother made is refused, naming it and its owner" {
+# exp 11: an experiments root that dlother made is refused, naming it and its owner
+@test "exp 11: another user's experiments root refused" {
   # dlother made the shared root, like /tmp: as its owner it could rename dltest's
   # experiment and put a directory of its own in its place.
   shared=$(mktemp -d /tmp/dl-exp-squat.XXXXXX)

@@ -54,8 +54,9 @@ teardown() { cancel_all; }
   [ "$(sort out.txt | tr '\n' ' ')" = "hello from n1 hello from n2 " ]
 }
 
+# preemption: SIGTERM at once, requeue (not cancel) when the grace time ends
 # bats test_tags=stacks
-@test "preemption: SIGTERM at once, requeue (not cancel) when the grace time ends" {
+@test "preemption: SIGTERM, requeue after the grace time" {
   # A short grace for this test only; the job ignores SIGTERM so that it outlives it.
   scontrol update PartitionName=low GraceTime=3
   low=$(submit -p low --requeue -N4 --gpus-per-node=2 -o low.txt \
@@ -69,7 +70,8 @@ teardown() { cancel_all; }
   wait_state "$low" 'PENDING|RUNNING|CONFIGURING' 30
 }
 
-@test "minicluster: up twice (with more SchedulerParameters), status, env and down on a second cluster" {
+# minicluster: up twice (with more SchedulerParameters), status, env and down on a second cluster
+@test "minicluster: up twice, status, env, down" {
   mc="$DL_ROOT/scripts/minicluster"
   dir="$DL_BUILD_DIR/test-clusters/mc2" # munged must reach it
   port=$((${DL_MINICLUSTER_PORT_BASE:-16800} + 1100))
@@ -94,7 +96,8 @@ teardown() { cancel_all; }
   run_srun -N1 true
 }
 
-@test "minicluster --netns gives every node its own hostname and address" {
+# minicluster --netns gives every node its own hostname and address
+@test "minicluster --netns: a hostname and address each" {
   mc="$DL_ROOT/scripts/minicluster"
   dir="$DL_BUILD_DIR/test-clusters/mc3"
   port=$((${DL_MINICLUSTER_PORT_BASE:-16800} + 2100))

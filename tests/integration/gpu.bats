@@ -24,8 +24,9 @@ v = gpu.get(sys.argv[2])
 print("" if v is None else v)' "$@"
 }
 
+# dl-jobs shows the utilization and memory of exactly the job's GPUs, and flags idle ones
 # bats test_tags=stacks
-@test "dl-jobs shows the utilization and memory of exactly the job's GPUs, and flags idle ones" {
+@test "dl-jobs shows the job's GPUs, flags idle ones" {
   # Every node has GPUs 0 and 1: 0 busy, 1 nearly idle.
   printf '%s\n' '* 0 90 30000 80000 250' '* 1 10 2000 80000 60' >gpus.txt
   env="ALL,LD_LIBRARY_PATH=$FAKE_NVML,DL_FAKE_NVML=$PWD/gpus.txt"
@@ -61,7 +62,9 @@ print("" if v is None else v)' "$@"
   ! grep -q "sit idle" idle.out || false
 }
 
-@test "--gpu-idle-action=requeue: a preemptible job whose GPUs sit idle is checkpointed, requeued and resumed (dl-stats and dl-exp show both runs); another keeps its GPUs" {
+# --gpu-idle-action=requeue: a preemptible job whose GPUs sit idle is checkpointed, requeued and
+# resumed (dl-stats and dl-exp show both runs); another keeps its GPUs
+@test "--gpu-idle-action=requeue requeues an idle job" {
   printf '%s\n' '* 0 0 30000 80000 250' '* 1 0 2000 80000 60' >idle.txt
   printf '%s\n' '* 0 80 30000 80000 250' '* 1 80 2000 80000 60' >busy.txt
   cp idle.txt gpus.txt
@@ -115,7 +118,8 @@ assert len(steps) == len(set(steps)), steps'
   [ "$(job_field "$kept" Restarts)" = 0 ]
 }
 
-@test "dlrun without NVML runs as before, and a bad --gpu-interval is refused at once" {
+# dlrun without NVML runs as before, and a bad --gpu-interval is refused at once
+@test "dlrun without NVML; a bad --gpu-interval" {
   run run_srun -N1 --gres=gpu:1 --mpi=pmix "$DLRUN" -v --gpu-interval=1s sh -c 'sleep 2; echo done'
   [ "$status" -eq 0 ]
   [[ $output =~ "no GPU figures: libnvidia-ml.so.1: cannot open shared object file" ]]

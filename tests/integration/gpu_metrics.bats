@@ -40,7 +40,8 @@ promql() {
   curl -sfG "http://127.0.0.1:$PROM_PORT/api/v1/query" --data-urlencode "query=$1"
 }
 
-@test "a plain job's GPU is labelled with its job and user, until its epilog" {
+# a plain job's GPU is labelled with its job and user, until its epilog
+@test "a plain job's GPU is labelled until its epilog" {
   # GPU 0 busy, GPU 1 nearly idle, on every node.
   printf '%s\n' '* 0 80 30000 80000 250' '* 1 5 2000 80000 60' >gpus.txt
   plugstack_with "gpu_metrics=$OWNERS"
@@ -93,7 +94,8 @@ promql() {
   [[ ! "$(sinfo -h -n n1 -o %t)" =~ ^dr ]]
 }
 
-@test "dl-gpu-metrics refuses records in a directory others can write" {
+# dl-gpu-metrics refuses records in a directory others can write
+@test "dl-gpu-metrics refuses a writable directory" {
   printf '%s\n' '* 0 80 30000 80000 250' >gpus.txt
   mkdir -m 0777 "$OWNERS"
   chmod 0777 "$OWNERS"
@@ -105,7 +107,8 @@ promql() {
   [ "$output" = "dl-gpu-metrics: --interval=0s: expected a duration such as 90s, 30m or 2h, from 1s to 1h" ]
 }
 
-@test "Prometheus scrapes a plain job's GPU through node_exporter; dl-gpu-usage reports its GPU-hours" {
+# Prometheus scrapes a plain job's GPU through node_exporter; dl-gpu-usage reports its GPU-hours
+@test "Prometheus scrapes a GPU; dl-gpu-usage sums it" {
   if ! command -v prometheus >/dev/null || ! command -v prometheus-node-exporter >/dev/null; then
     [ -z "${CI:-}" ] || { echo "prometheus and prometheus-node-exporter are missing" >&2; return 1; }
     skip "install prometheus and prometheus-node-exporter (scripts/bootstrap does)"

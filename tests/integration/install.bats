@@ -6,7 +6,8 @@ load helpers
 
 setup() { cd "$BATS_TEST_TMPDIR"; }
 
-@test "configure refuses a Slurm release it does not support, in one line naming those it does" {
+# configure refuses a Slurm release it does not support, in one line naming those it does
+@test "configure refuses an unsupported Slurm" {
   # Slurm 23.11's version header in front of the installed one.
   mkdir -p fake/slurm
   echo '#define SLURM_VERSION_NUMBER 0x170b05' >fake/slurm/slurm_version.h
@@ -17,7 +18,8 @@ setup() { cd "$BATS_TEST_TMPDIR"; }
   [ ! -f Makefile ]
 }
 
-@test "make install puts slurm_dl where Debian's python3 imports it from" {
+# make install puts slurm_dl where Debian's python3 imports it from
+@test "make install: python3 imports slurm_dl" {
   dest=$BATS_TEST_TMPDIR/root
   make -s -C "$DL_BUILD_DIR/python" install DESTDIR="$dest" >/dev/null
   installed=$(cd "$dest" && find . -path '*/slurm_dl/__init__.py' | sed 's#^\.##; s#/slurm_dl/__init__.py$##')
@@ -32,7 +34,9 @@ import slurm_dl, slurm_dl.ckpt
 assert slurm_dl.__file__.startswith(sys.argv[2]), slurm_dl.__file__' "$installed" "$dest"
 }
 
-@test "a clone in a private directory (root's home is 0700) works from a copy the daemons and test users reach" {
+# a clone in a private directory (root's home is 0700) works from a copy the daemons and test users
+# reach
+@test "a clone in a 0700 home works from a copy" {
   private=$BATS_TEST_TMPDIR/home
   install -d -m 0700 "$private"
   git clone -q "$DL_ROOT" "$private/slurm-dl"
@@ -61,7 +65,8 @@ teardown() {
 }
 
 # Issue 16, item 8: the admin's install, tested as an admin uses it.
-@test "an admin's make install runs the PyTorch example on a cluster that sees only the installed files" {
+# an admin's make install runs the PyTorch example on a cluster that sees only the installed files
+@test "an admin's make install runs the PyTorch example" {
   # The build is configured with the admin guide's line (scripts/bootstrap uses it), so
   # `make install DESTDIR=` of this build is exactly what an administrator installs.
   guide_args=$(sed -n '/^\.\/configure /,/[^\\]$/p' "$DL_ROOT/docs/admin/install.md" |

@@ -26,7 +26,8 @@ teardown() {
   scancel --quiet -u dlother 2>/dev/null || true
 }
 
-@test "dl-jobs: a DL job queued behind a running one shows Slurm's expected start and why it waits" {
+# dl-jobs: a DL job queued behind a running one shows Slurm's expected start and why it waits
+@test "dl-jobs: a queued job's expected start and why" {
   big=$(submit --dl-gpus=8 -t 10 --wrap 'sleep 300')
   wait_state "$big" RUNNING 60
   small=$(submit --dl-gpus=2 -t 5 --wrap 'sleep 1')
@@ -56,7 +57,8 @@ teardown() {
   [[ "$output" == *"$big"*RUNNING*"8 GPUs as 4x2"* ]]
 }
 
-@test "dl-jobs: dlrun's status line as fields, and only the caller's own jobs" {
+# dl-jobs: dlrun's status line as fields, and only the caller's own jobs
+@test "dl-jobs: the status line, the caller's jobs only" {
   job=$(submit --dl-gpus=2 -t 5 --wrap 'sleep 300')
   wait_state "$job" RUNNING 60
   scontrol update JobId="$job" Comment="$(job_comment "$job") | RUNNING step 40, ckpt 30 (5s ago), loss=0.5"
@@ -86,7 +88,8 @@ teardown() {
   [[ "$output" == *"--bogus"* ]]
 }
 
-@test "dl-jobs -a: another user's job name and status line are escaped, not sent to the terminal" {
+# dl-jobs -a: another user's job name and status line are escaped, not sent to the terminal
+@test "dl-jobs -a: others' strings are escaped" {
   # dlother names a job and writes its comment's status line with terminal escapes
   # (a window title, clearing the screen, a colour).
   job=$(runuser -u dlother -- env SLURM_CONF="$SLURM_CONF" sbatch --parsable --chdir=/tmp \

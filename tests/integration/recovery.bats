@@ -53,7 +53,9 @@ watch_states() {
 }
 stop_watch() { kill "$(cat watch.pid)" 2>/dev/null || true; }
 
-@test "recovery 1: kill -9 of one rank three times: three restarts inside the allocation, never requeued, equal to the reference" {
+# recovery 1: kill -9 of one rank three times: three restarts inside the allocation, never requeued,
+# equal to the reference
+@test "recovery 1: three rank kills: three restarts in place" {
   ref=$(reference 700)
   job=$(submit -J "$(unique_name kill3)" -N2 --ntasks-per-node=2 --dl-gpus=4 \
     --dl-ckpt-every=2s --dl-max-restarts=3 -o out.txt \
@@ -88,7 +90,9 @@ stop_watch() { kill "$(cat watch.pid)" 2>/dev/null || true; }
   [[ $(job_comment "$job") =~ \|\ COMPLETED\ step\ 699 ]]
 }
 
-@test "recovery 2: a node killed: the elastic job goes on on the node left inside its allocation, equal to the reference" {
+# recovery 2: a node killed: the elastic job goes on on the node left inside its allocation, equal
+# to the reference
+@test "recovery 2: node killed: elastic job goes on in place" {
   ref=$(reference 500)
   # --dl-elastic=2:4 on nodes of 2 GPUs: one or two whole nodes, one rank per GPU.
   job=$(submit -J "$(unique_name node)" --dl-elastic=2:4 --dl-ckpt-every=2s -o out.txt \
@@ -110,7 +114,9 @@ stop_watch() { kill "$(cat watch.pid)" 2>/dev/null || true; }
   check_against_reference "$ref" 1
 }
 
-@test "recovery 5: a node killed under a job that is not elastic: requeued at once, excluding it before the job may run again; equal to the reference" {
+# recovery 5: a node killed under a job that is not elastic: requeued at once, excluding it before
+# the job may run again; equal to the reference
+@test "recovery 5: node killed: requeued at once, excluding it" {
   ref=$(reference 500)
   job=$(submit -J "$(unique_name node-requeue)" -N2 --ntasks-per-node=2 --dl-gpus=4 \
     --dl-ckpt-every=2s --open-mode=append -o out.txt \
@@ -142,8 +148,10 @@ stop_watch() { kill "$(cat watch.pid)" 2>/dev/null || true; }
   check_against_reference "$ref" 1
 }
 
+# recovery 3: the PyTorch DDP example through one restart inside the allocation, equal to the
+# reference
 # bats test_tags=stacks
-@test "recovery 3: the PyTorch DDP example through one restart inside the allocation, equal to the reference" {
+@test "recovery 3: PyTorch DDP restarted in the allocation" {
   ref=$(torch_reference 150)
   job=$(submit -J "$(unique_name torch)" -N2 --ntasks-per-node=1 --dl-gpus=2 --dl-ckpt-every=3s \
     -o out.txt --wrap "$DLRUN /usr/bin/python3 $EXAMPLES/train_ddp.py --steps 150 --step-ms 50 --out $PWD/out.bin")
@@ -171,7 +179,9 @@ torch_node_killed() {
   "$DL_ROOT/scripts/minicluster" kill-node "$victim"
 }
 
-@test "recovery 6: a node killed under the PyTorch DDP example: requeued without it, resumed, equal to the reference" {
+# recovery 6: a node killed under the PyTorch DDP example: requeued without it, resumed, equal to
+# the reference
+@test "recovery 6: node killed under PyTorch DDP: requeued" {
   ref=$(torch_reference 150)
   torch_node_killed other
   wait_state "$job" COMPLETED 180
@@ -183,7 +193,8 @@ torch_node_killed() {
   [ "$(final_loss 149 "${ref%.bin}.txt")" = "$(final_loss 149 out.txt)" ]
 }
 
-@test "recovery 4: dlrun in salloc starts the ranks itself; SIGINT (Ctrl-C) stops every rank cleanly" {
+# recovery 4: dlrun in salloc starts the ranks itself; SIGINT (Ctrl-C) stops every rank cleanly
+@test "recovery 4: dlrun in salloc; Ctrl-C stops every rank" {
   timeout 120 salloc -N2 --ntasks-per-node=1 --dl-gpus=2 "$DLRUN" -v "$DP" --steps 60 --step-ms 0 \
     --out "$PWD/small.bin" >small.txt 2>&1 || { cat small.txt; false; }
   grep -q "^\[rank 1@n[0-9]*\] dlrun: started '.*dp_trainer' (pid [0-9]*): RANK=1 WORLD_SIZE=2 " small.txt
@@ -211,7 +222,9 @@ crash_on_second_node() {
     exec $DLRUN $TRAINER --steps 40 --step-ms 50 --crash-at-step 5 --fail-runs 1000 --crash-node \$(cat victim)"
 }
 
-@test "recovery 7: a node that caused the last two failures is excluded: the job is requeued without it and completes" {
+# recovery 7: a node that caused the last two failures is excluded: the job is requeued without it
+# and completes
+@test "recovery 7: a twice-failing node is excluded on requeue" {
   TRAINER=$DL_BUILD_DIR/tests/integration/dlrun_trainer
   job=$(submit -J "$(unique_name culprit)" -N2 --ntasks-per-node=1 --dl-gpus=2 -o out.txt \
     --open-mode=append --wrap "$(crash_on_second_node)")
@@ -227,7 +240,9 @@ crash_on_second_node() {
   grep -q "done rank=1 step=40" out.txt
 }
 
-@test "recovery 8: the elastic job goes on inside its allocation without a node that caused its last two failures" {
+# recovery 8: the elastic job goes on inside its allocation without a node that caused its last two
+# failures
+@test "recovery 8: elastic job drops a twice-failing node" {
   TRAINER=$DL_BUILD_DIR/tests/integration/dlrun_trainer
   job=$(submit -J "$(unique_name culprit-elastic)" --dl-elastic=2:4 -o out.txt \
     --wrap "$(crash_on_second_node)")
@@ -243,7 +258,9 @@ crash_on_second_node() {
   grep -q "done rank=1 step=40" out.txt
 }
 
-@test "recovery 9: in salloc (no requeue possible) a node that caused the last two failures is kept, and the job restarts on it" {
+# recovery 9: in salloc (no requeue possible) a node that caused the last two failures is kept, and
+# the job restarts on it
+@test "recovery 9: salloc keeps a twice-failing node" {
   TRAINER=$DL_BUILD_DIR/tests/integration/dlrun_trainer
   timeout 120 salloc -N2 --ntasks-per-node=1 --dl-gpus=2 sh -c \
     "victim=\$(scontrol show hostnames \$SLURM_JOB_NODELIST | sed -n 2p); echo \$victim >victim; \
@@ -259,7 +276,9 @@ slurmd_log() { echo "$(dirname "$SLURM_CONF")/log/slurmd-$1.log"; }
 # slurm-dl's DOWN reason of node $1, if any.
 down_reason() { sinfo -h -N -n "$1" -o '%E' | sort -u | grep '^slurm-dl: ' || true; }
 
-@test "recovery 10: the batch host killed: spank_dl.so (down_failed_batch_host=yes) marks it DOWN at once, Slurm requeues the job, it resumes on the other nodes; equal to the reference" {
+# recovery 10: the batch host killed: spank_dl.so (down_failed_batch_host=yes) marks it DOWN at
+# once, Slurm requeues the job, it resumes on the other nodes; equal to the reference
+@test "recovery 10: batch host killed: marked DOWN, requeued" {
   plugstack_with down_failed_batch_host=yes
   ref=$(reference 500)
   job=$(submit -J "$(unique_name batch-host)" -N2 --ntasks-per-node=2 --dl-gpus=4 \
@@ -280,7 +299,9 @@ down_reason() { sinfo -h -N -n "$1" -o '%E' | sort -u | grep '^slurm-dl: ' || tr
   check_against_reference "$ref" 1
 }
 
-@test "recovery 11 (hostile, as dltest): tasks exiting 78 have no node marked DOWN whose slurmd answers, nor one that is not their job's batch host" {
+# recovery 11 (hostile, as dltest): tasks exiting 78 have no node marked DOWN whose slurmd answers,
+# nor one that is not their job's batch host
+@test "recovery 11 (hostile): exit 78 downs no live node" {
   plugstack_with down_failed_batch_host=yes
   cd /home/dltest
   mapfile -t nodes < <(sinfo -h -N -o '%N' | sort -u)
@@ -312,7 +333,9 @@ down_reason() { sinfo -h -N -n "$1" -o '%E' | sort -u | grep '^slurm-dl: ' || tr
   [ -z "$(down_reason "$first")" ]
 }
 
-@test "recovery 11b (hostile, as dlother): a batch host whose slurmd another user floods with idle connections is not marked DOWN" {
+# recovery 11b (hostile, as dlother): a batch host whose slurmd another user floods with idle
+# connections is not marked DOWN
+@test "recovery 11b (hostile): a flooded slurmd is not DOWN" {
   plugstack_with down_failed_batch_host=yes
   cd /home/dltest
   mapfile -t nodes < <(sinfo -h -N -o '%N' | sort -u)
@@ -338,7 +361,9 @@ down_reason() { sinfo -h -N -n "$1" -o '%E' | sort -u | grep '^slurm-dl: ' || tr
   wait_state "$job" 'COMPLETED|FAILED' 60
 }
 
-@test "recovery 12: the batch host of the PyTorch DDP example killed (down_failed_batch_host=yes): requeued at once, resumed on the other nodes, equal to the reference" {
+# recovery 12: the batch host of the PyTorch DDP example killed (down_failed_batch_host=yes):
+# requeued at once, resumed on the other nodes, equal to the reference
+@test "recovery 12: PyTorch DDP batch host killed: requeued" {
   plugstack_with down_failed_batch_host=yes
   ref=$(torch_reference 150)
   torch_node_killed batch
@@ -371,7 +396,9 @@ check_hang_recovered() {
   [ "$(job_field "$job" Restarts)" = 0 ]
 }
 
-@test "recovery 13: a rank of the MPI trainer stopped (SIGSTOP) under --dl-watchdog: reported with stacks, restarted inside the allocation, equal to the reference" {
+# recovery 13: a rank of the MPI trainer stopped (SIGSTOP) under --dl-watchdog: reported with
+# stacks, restarted inside the allocation, equal to the reference
+@test "recovery 13: MPI rank hung: stacks, restart in place" {
   ref=$(reference 500)
   job=$(submit -J "$(unique_name hang-mpi)" -N2 --ntasks-per-node=2 --dl-gpus=4 \
     --dl-ckpt-every=2s --dl-watchdog=4s -o out.txt \
@@ -383,7 +410,9 @@ check_hang_recovered() {
   check_against_reference "$ref" 1
 }
 
-@test "recovery 14: a rank of the PyTorch DDP example stopped (SIGSTOP) under --dl-watchdog: reported with its Python stacks, restarted inside the allocation, equal to the reference" {
+# recovery 14: a rank of the PyTorch DDP example stopped (SIGSTOP) under --dl-watchdog: reported
+# with its Python stacks, restarted inside the allocation, equal to the reference
+@test "recovery 14: DDP rank hung: Python stacks, restart" {
   ref=$(torch_reference 150)
   job=$(submit -J "$(unique_name hang-torch)" -N2 --ntasks-per-node=1 --dl-gpus=2 \
     --dl-ckpt-every=3s --dl-watchdog=4s -o out.txt \
@@ -397,7 +426,10 @@ check_hang_recovered() {
   [ "$(final_loss 149 "${ref%.bin}.txt")" = "$(final_loss 149 out.txt)" ]
 }
 
-@test "recovery 15: the batch host killed under srun dlrun (examples/dp_trainer.sbatch's options, down_failed_batch_host=yes): marked DOWN, requeued by Slurm at once, resumed; equal to the reference" {
+# recovery 15: the batch host killed under srun dlrun (examples/dp_trainer.sbatch's options,
+# down_failed_batch_host=yes): marked DOWN, requeued by Slurm at once, resumed; equal to the
+# reference
+@test "recovery 15: batch host killed under srun dlrun" {
   plugstack_with down_failed_batch_host=yes
   ref=$(reference 500)
   job=$(submit -N2 --dl-gpus=4 --dl-preemptible --dl-grace=60s --dl-max-restarts=3 \

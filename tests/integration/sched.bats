@@ -59,7 +59,8 @@ comment_of() { scontrol show job "$1" | sed -n 's/^ *Comment=\(.*[^ ]\) *$/\1/p'
 # tested here) and prints each run.
 forever='echo "run ${SLURM_RESTART_COUNT:-0}"; srun sh -c "trap \"\" TERM USR2; while :; do sleep 0.2; done"'
 
-@test "gangs of 4 one-GPU learners on 8 GPUs: exactly 2 run, 2 wait, then all 4 complete" {
+# gangs of 4 one-GPU learners on 8 GPUs: exactly 2 run, 2 wait, then all 4 complete
+@test "gangs of 4 on 8 GPUs: 2 run, 2 wait, all end" {
   jobs=()
   for i in 1 2 3 4; do
     jobs+=("$(submit --dl-gpus=4 -n4 -o "out$i.txt" --wrap 'srun sh -c "echo \$SLURMD_NODENAME \$CUDA_VISIBLE_DEVICES"; sleep 8')")
@@ -83,8 +84,9 @@ forever='echo "run ${SLURM_RESTART_COUNT:-0}"; srun sh -c "trap \"\" TERM USR2; 
   done
 }
 
+# shapes in scontrol show job: pack, spread, switch, even, elastic, preemptible
 # bats test_tags=stacks
-@test "shapes in scontrol show job: pack, spread, switch, even, elastic, preemptible" {
+@test "shapes in scontrol show job" {
   shape() {
     local job
     job=$(submit --hold "$@" -o /dev/null --wrap true)
@@ -111,7 +113,8 @@ forever='echo "run ${SLURM_RESTART_COUNT:-0}"; srun sh -c "trap \"\" TERM USR2; 
   [ "$(job_field "$job" TimeMin)" = 00:04:00 ]
 }
 
-@test "the shapes run: pack on two whole nodes, spread one GPU per node, elastic on what is free" {
+# the shapes run: pack on two whole nodes, spread one GPU per node, elastic on what is free
+@test "the shapes run as placed" {
   run run_srun --dl-gpus=4 sh -c 'echo "$SLURMD_NODENAME $CUDA_VISIBLE_DEVICES"'
   [ "$status" -eq 0 ]
   [ "$(echo "$output" | awk '{print $1}' | sort -u | wc -l)" -eq 2 ]
@@ -129,7 +132,9 @@ forever='echo "run ${SLURM_RESTART_COUNT:-0}"; srun sh -c "trap \"\" TERM USR2; 
   [ "$(echo "$output" | awk '{print $2}' | sort -u)" = "0,1" ]
 }
 
-@test "sbatch --dl-gpus=N runs one rank per GPU under dlrun, LOCAL_RANK matching; an explicit layout stands" {
+# sbatch --dl-gpus=N runs one rank per GPU under dlrun, LOCAL_RANK matching; an explicit layout
+# stands
+@test "--dl-gpus=N: one rank per GPU under dlrun" {
   # Each job prints "node RANK LOCAL_RANK WORLD_SIZE CUDA_VISIBLE_DEVICES" per rank.
   ranks='srun --mpi=pmix '"$DL_BUILD_DIR"'/launcher/dlrun --no-prefix sh -c "echo \$SLURMD_NODENAME \$RANK \$LOCAL_RANK \$WORLD_SIZE \$CUDA_VISIBLE_DEVICES" | sort -k2n'
   four=$(submit --dl-gpus=4 -o four.txt --wrap "$ranks")
@@ -153,8 +158,9 @@ forever='echo "run ${SLURM_RESTART_COUNT:-0}"; srun sh -c "trap \"\" TERM USR2; 
   [ "$(comment_of "$two" | sed 's/ | .*//')" = "dl: 4 GPUs as 2x2, 2 tasks" ]
 }
 
+# a shape that can never run is rejected at submit time with the largest that could
 # bats test_tags=stacks
-@test "a shape that can never run is rejected at submit time with the largest that could" {
+@test "an impossible shape is rejected at submit" {
   run sbatch --dl-gpus=10 --wrap true
   [ "$status" -ne 0 ]
   [ "${lines[0]}" = "sbatch: error: dl: --dl-gpus=10: a pack gang of 5x2 whole nodes can never run in partition low (4 nodes x 2 GPUs); the largest pack gang there is 8 GPUs (4x2)" ]
@@ -170,7 +176,8 @@ forever='echo "run ${SLURM_RESTART_COUNT:-0}"; srun sh -c "trap \"\" TERM USR2; 
   queue_empty
 }
 
-@test "a spec that contradicts the rest of the request is rejected at submit time" {
+# a spec that contradicts the rest of the request is rejected at submit time
+@test "a contradictory spec is rejected at submit" {
   run sbatch --dl-gpus=4 --gpus=2 --wrap true
   [ "$status" -ne 0 ]
   [ "${lines[0]}" = "sbatch: error: dl: --dl-gpus=4: contradicts the 2 GPUs asked with --gpus/--gres=gpu; give only --dl-gpus" ]
@@ -186,8 +193,9 @@ forever='echo "run ${SLURM_RESTART_COUNT:-0}"; srun sh -c "trap \"\" TERM USR2; 
   [ "$(job_field "$job" TresPerNode)" = $GPU_TRES:2 ]
 }
 
+# a time limit updated below a DL job's --dl-grace is refused; where Slurm can, it says why
 # bats test_tags=stacks
-@test "a time limit updated below a DL job's --dl-grace is refused; where Slurm can, it says why" {
+@test "a time limit below --dl-grace is refused" {
   job=$(submit --hold --dl-gpus=2 --dl-grace=5m -t 30 -o /dev/null --wrap true)
   run scontrol update JobId="$job" TimeLimit=4
   [ "$status" -ne 0 ]
@@ -200,7 +208,8 @@ forever='echo "run ${SLURM_RESTART_COUNT:-0}"; srun sh -c "trap \"\" TERM USR2; 
   [ "$(job_field "$job" TimeLimit)" = 01:00:00 ]
 }
 
-@test "a preemptible job is requeued, not killed, when a high-priority job needs its GPUs, and runs again" {
+# a preemptible job is requeued, not killed, when a high-priority job needs its GPUs, and runs again
+@test "a preemptible job is requeued, not killed" {
   scontrol update PartitionName=low GraceTime=3
   low=$(submit --dl-gpus=8 --dl-preemptible -o low.txt --wrap "$forever")
   wait_state "$low" RUNNING 30
@@ -252,7 +261,8 @@ preempted_by_high() {
   wait_queue_empty
 }
 
-@test "within a tier, a new job preempts a preemptible DL job that has had far more GPU service" {
+# within a tier, a new job preempts a preemptible DL job that has had far more GPU service
+@test "a new job preempts one with far more service" {
   # One level per doubling of GPU-seconds (instead of GPU-hours), so that a few
   # seconds on 8 GPUs are worth more than the margin (25000 points: five levels).
   site_params interval=2s,service_unit=1s
@@ -267,8 +277,9 @@ preempted_by_high() {
   grep -q "preempted JobId=$long has been requeued" "$(dirname "$SLURM_CONF")/log/slurmctld.log"
 }
 
+# sprio shows the site factor; a job that has used more GPU time ranks below a new one
 # bats test_tags=stacks
-@test "sprio shows the site factor; a job that has used more GPU time ranks below a new one" {
+@test "sprio: more GPU time ranks below a new job" {
   scontrol update PartitionName=low GraceTime=3
   used=$(submit --dl-gpus=8 --dl-preemptible -o /dev/null --wrap "$forever")
   wait_state "$used" RUNNING 30
@@ -291,7 +302,8 @@ preempted_by_high() {
   [ "$(job_field "$used" Priority)" -lt "$(job_field "$fresh" Priority)" ]
 }
 
-@test "cancelling a job and resubmitting it with --dl-resume-from does not buy its priority back" {
+# cancelling a job and resubmitting it with --dl-resume-from does not buy its priority back
+@test "cancel and resume does not buy priority back" {
   # A level step per GPU-minute: 20 s on 8 GPUs costs the job about 9,000 points.
   site_params interval=2s,service_unit=60s
   used=$(as_dltest sbatch --parsable --dl-gpus=8 -o /dev/null --wrap 'sleep 300')
@@ -344,7 +356,8 @@ preempted_by_high() {
 
 # Issue 12, item 8: the controller does not trust the job's SPANK environment. A client
 # on libslurm sets DL_* itself, skipping the SPANK plugin's checks.
-@test "a submission that skips the SPANK plugin is held to the site's limits by job_submit/dl" {
+# a submission that skips the SPANK plugin is held to the site's limits by job_submit/dl
+@test "skipping SPANK: job_submit/dl holds the limits" {
   plugstack=$(dirname "$SLURM_CONF")/plugstack.conf
   cp "$plugstack" "$BATS_TEST_TMPDIR/plugstack.conf.saved"
   sed -i '/spank_dl.so/ s/$/ max_gpus=4/' "$plugstack"
@@ -376,7 +389,8 @@ preempted_by_high() {
 
 # A client on libslurm spells the spec as job_submit/dl accepts it ("yes", "30m");
 # preempt/dl must read it as job_submit/dl did, not with rules of its own.
-@test "DL_PREEMPTIBLE=yes from a client that skips the SPANK plugin is preemptible to preempt/dl too" {
+# DL_PREEMPTIBLE=yes from a client that skips the SPANK plugin is preemptible to preempt/dl too
+@test "skipping SPANK: DL_PREEMPTIBLE still counts" {
   site_params interval=2s,service_unit=1s
   scontrol update PartitionName=low GraceTime=3
   raw=$DL_BUILD_DIR/tests/integration/submit_raw
@@ -398,7 +412,8 @@ preempted_by_high() {
 # joinable std::thread destroyed at exit aborts slurmctld (std::terminate), a thread left
 # running while slurmctld unloads the plugin crashes it, a leaked slurmctld lock hangs
 # its shutdown. slurmctld runs in the foreground here so that its exit status is seen.
-@test "slurmctld stopped with SIGTERM while site_factor/dl samples every second exits 0, and comes back" {
+# slurmctld stopped with SIGTERM while site_factor/dl samples every second exits 0, and comes back
+@test "slurmctld SIGTERM mid-sampling: exits 0, back" {
   site_params interval=1s
   state=$(sed -n 's/^StateSaveLocation=//p' "$SLURM_CONF")
   log=$(sed -n 's/^SlurmctldLogFile=//p' "$SLURM_CONF")
@@ -447,7 +462,9 @@ preempted_by_high() {
 # every second (a running job's service changes at every sample) always finds a copy
 # that parses when it starts again. tests/unit/sched/state_file_test.cc kills a saving
 # process at finer instants.
-@test "slurmctld killed with SIGKILL at random instants of the ledger's saves restores a ledger every time" {
+# slurmctld killed with SIGKILL at random instants of the ledger's saves restores a ledger every
+# time
+@test "slurmctld killed mid-save: a ledger restored" {
   site_params interval=1s
   log=$(sed -n 's/^SlurmctldLogFile=//p' "$SLURM_CONF")
   # The first line: 24.11 rewrites the pid file in place after a reconfigure, and a
@@ -483,7 +500,9 @@ preempted_by_high() {
 # never requeued (restart count 0) is scored from its record alone. With
 # DL_SITE_FACTOR_BASELINE in slurmctld's environment every other sample is Slurm's own
 # refresh of the pending jobs' priorities alone (bench/sched/lock_hold's baseline).
-@test "the ledger keeps only jobs that have run; DL_SITE_FACTOR_BASELINE alternates Slurm's own refresh with the plugin's" {
+# the ledger keeps only jobs that have run; DL_SITE_FACTOR_BASELINE alternates Slurm's own refresh
+# with the plugin's
+@test "the ledger keeps run jobs; the baseline switch" {
   site_params interval=1s
   state=$(sed -n 's/^StateSaveLocation=//p' "$SLURM_CONF")/site_factor_dl.state
   log=$(sed -n 's/^SlurmctldLogFile=//p' "$SLURM_CONF")
@@ -508,7 +527,9 @@ preempted_by_high() {
   [ "$(job_state "$running")" = RUNNING ]
 }
 
-@test "reshape=yes: a pending even gang that cannot start in its split starts in another; one with -N keeps its own and holds back those behind it" {
+# reshape=yes: a pending even gang that cannot start in its split starts in another; one with -N
+# keeps its own and holds back those behind it
+@test "reshape=yes: an even gang starts in another split" {
   # One GPU taken on each node: 4 GPUs as 2x2 cannot start, 4x1 can.
   for n in 1 2 3 4; do
     busy=$(submit -o /dev/null -w "n$n" --gres=gpu:1 --wrap 'sleep 300')
@@ -547,7 +568,9 @@ preempted_by_high() {
   ! grep -q "JobId=$pinned reshaped" "$log" || false
 }
 
-@test "reshape=yes trusts no comment: a user's plain job whose comment claims to be an even gang is not reshaped, nor is a job array" {
+# reshape=yes trusts no comment: a user's plain job whose comment claims to be an even gang is not
+# reshaped, nor is a job array
+@test "reshape=yes trusts no comment" {
   site_params interval=1s,reshape=yes
   for n in 1 2 3 4; do
     busy=$(submit -o /dev/null -w "n$n" --gres=gpu:1 --wrap 'sleep 300')
@@ -572,7 +595,8 @@ preempted_by_high() {
 }
 
 # Last in this file: it restarts slurmctld twice (another PreemptType and back).
-@test "a plain job and a DL job without --dl-preemptible in low are both preempted by a job in high" {
+# a plain job and a DL job without --dl-preemptible in low are both preempted by a job in high
+@test "high preempts plain and DL jobs in low" {
   scontrol update PartitionName=low GraceTime=3
   grep -q '^PreemptType=preempt/dl' "$SLURM_CONF"
   preempted_by_high plain

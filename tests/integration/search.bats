@@ -114,8 +114,10 @@ print(len(resumes), "promotions;", len([o for o in runs if o["continued"]]), "co
 EOF
 }
 
+# search 1: an ASHA search end to end: rungs, promotions resumed from their checkpoints, stopped
+# trials, the best trial
 # bats test_tags=stacks
-@test "search 1: an ASHA search end to end: rungs, promotions resumed from their checkpoints, stopped trials, the best trial" {
+@test "search 1: an ASHA search end to end" {
   run dl-search submit asha.yaml
   echo "$output"
   [ "$status" -eq 0 ]
@@ -189,7 +191,9 @@ assert "rung 0: 2 steps" in open("dom.html").read()
 EOF
 }
 
-@test "search 2: the driver killed with SIGKILL mid-search (once between sbatch and its record) carries on: no duplicate, no loss" {
+# search 2: the driver killed with SIGKILL mid-search (once between sbatch and its record) carries
+# on: no duplicate, no loss
+@test "search 2: driver killed: no duplicate, no loss" {
   # Slower trials (0.2 s a step), so that the second kill lands mid-search.
   sed -i 's|search_trainer.py|search_trainer.py --step-ms 200|' asha.yaml
   # The first driver dies right after its third sbatch, before recording the job.
@@ -212,7 +216,9 @@ EOF
   check_search "$EXP"
 }
 
-@test "search 3: a trial that always fails is retried within its restart budget, then failed; the search goes on" {
+# search 3: a trial that always fails is retried within its restart budget, then failed; the search
+# goes on
+@test "search 3: an always-failing trial fails, search goes on" {
   cat >crashy.yaml <<EOF
 name: $EXP
 trial:
@@ -244,7 +250,8 @@ assert {t["id"]: t["state"] for t in d["trials"]} == {"t001": "failed", "t002": 
   [ "$(squeue -h --states=all --me -o %j | grep -c "^dls\.$EXP\.t002\.")" = 1 ]
 }
 
-@test "search 4: a bad experiment file is rejected with file, line and reason; nothing queued or created" {
+# search 4: a bad experiment file is rejected with file, line and reason; nothing queued or created
+@test "search 4: a bad experiment file: file, line, reason" {
   sed 's/divisor: 2/divisor: 1/' asha.yaml >bad.yaml
   run dl-search submit bad.yaml
   echo "$output"
@@ -259,7 +266,8 @@ assert {t["id"]: t["state"] for t in d["trials"]} == {"t001": "failed", "t002": 
   [ ! -e "$DL_EXP_ROOT/$EXP" ]
 }
 
-@test "search 5: pause holds the search, resume carries on, stop ends it with every trial stopped" {
+# search 5: pause holds the search, resume carries on, stop ends it with every trial stopped
+@test "search 5: pause, resume and stop a search" {
   sed -i 's|search_trainer.py|search_trainer.py --step-ms 400|' asha.yaml
   dl-search submit asha.yaml 2>driver.txt &
   echo $! >driver.pid
@@ -294,7 +302,9 @@ assert s and all(x in ("stopped", "completed") for x in s), s'
   dl-search status "$EXP" --json | check_json 'assert d["finished"] and d["complete"], d'
 }
 
-@test "search 7: a trial (time_min one rung) preempted by a high job checkpoints, is requeued, resumes from its checkpoint and counts once" {
+# search 7: a trial (time_min one rung) preempted by a high job checkpoints, is requeued, resumes
+# from its checkpoint and counts once
+@test "search 7: a preempted trial resumes, counts once" {
   # One trial of 40 steps at 0.2 s a step: running when the high job arrives.
   cat >preempt.yaml <<EOF
 name: $EXP
@@ -379,7 +389,9 @@ sys.exit(not any(m["step"] >= int(sys.argv[1]) for m in json.load(sys.stdin)["me
 # The newest job of trial $1.
 job_of() { squeue -h --states=all --me -o '%i|%j' | sed -n "s/|dls\.$EXP\.$1\.[0-9]*\$//p" | tail -n 1; }
 
-@test "search 8: one trial paused (checkpointed, held) and resumed from its own checkpoint, one paused between rungs, another stopped across a driver kill -9; bad trial names refused" {
+# search 8: one trial paused (checkpointed, held) and resumed from its own checkpoint, one paused
+# between rungs, another stopped across a driver kill -9; bad trial names refused
+@test "search 8: pause, resume and stop single trials" {
   slow_search
   # The first driver dies (SIGKILL) right after it recorded the stop below, before it
   # cancelled the trial's job.
@@ -465,7 +477,8 @@ assert t3["state"] == "stopped", t3
 assert all(os.path.isdir(c["path"]) for c in t3["checkpoints"]), t3  # kept'
 }
 
-@test "search 9: only the experiment's owner may pause, resume or stop it or its trials (a shared root)" {
+# search 9: only the experiment's owner may pause, resume or stop it or its trials (a shared root)
+@test "search 9: only the owner may pause, resume, stop" {
   shared=$(mktemp -d /tmp/dl-search-shared.XXXXXX)
   chmod 1777 "$shared"
   cat >tiny.yaml <<EOF
@@ -502,7 +515,9 @@ EOF
   rm -rf "$shared"
 }
 
-@test "search 10: asha_mode stopping: a trial in the top of its rung so far continues at once from its own checkpoint, the others stop at their rung" {
+# search 10: asha_mode stopping: a trial in the top of its rung so far continues at once from its
+# own checkpoint, the others stop at their rung
+@test "search 10: asha_mode stopping" {
   # Every rung a job of its own here (search 12 continues in the job).
   printf '  asha_mode: stopping\n  continue_in_job: false\n' >>asha.yaml
   run dl-search submit asha.yaml
@@ -521,7 +536,9 @@ assert all(o["reason"].startswith(("new trial", "continued from rung")) for o in
 ' <status.json
 }
 
-@test "search 11: a paused trial gives its slot back while held; a resumed one waits for a free slot (across a driver kill -9), then goes first; never more than max_concurrent_trials at once" {
+# search 11: a paused trial gives its slot back while held; a resumed one waits for a free slot
+# (across a driver kill -9), then goes first; never more than max_concurrent_trials at once
+@test "search 11: a paused trial's slot; resumed goes first" {
   # Random search, 3 trials, 1 at a time, 12 steps of 0.3 s: t001 is paused mid-run,
   # t002 runs in its slot, t001 resumed meanwhile waits for t002 to end, then runs again
   # before t003 starts.
@@ -609,7 +626,9 @@ searcher:
 EOF
 }
 
-@test "search 12: a trial promoted as its job ends a rung continues in that job: rungs 0 to 2 in one job, no resume" {
+# search 12: a trial promoted as its job ends a rung continues in that job: rungs 0 to 2 in one job,
+# no resume
+@test "search 12: a promoted trial continues in its job" {
   continue_search
   # The trial waits for the decision this long (default a few polls): no race with a slow
   # machine here.
@@ -651,7 +670,9 @@ assert [e["kind"] for e in ev].count("continued") == 2, ev
 assert {t["id"]: t["state"] for t in d["trials"]}["t001"] == "completed", d["trials"]'
 }
 
-@test "search 13: the driver killed with SIGKILL right after a continuation decision: restarted, it takes the job as that run's; no duplicate, the result once" {
+# search 13: the driver killed with SIGKILL right after a continuation decision: restarted, it takes
+# the job as that run's; no duplicate, the result once
+@test "search 13: driver killed after a continuation" {
   continue_search
   export DL_SEARCH_WAIT=30
   run env DL_SEARCH_KILL_AFTER_CONTINUE=1 dl-search submit cont.yaml
@@ -739,7 +760,9 @@ assert 16 <= ck[ev[1]["reason"][len("resumed from "):]] < 31, (ev, ck)'
   grep -q "budget 32 .* resumed from" "$DL_EXP_ROOT/$EXP/logs/t001.$job.out"
 }
 
-@test "search 14: a trial paused while it continues in its job is requeued held, resumed, and goes on from its checkpoint at its rung (the decisions of its job)" {
+# search 14: a trial paused while it continues in its job is requeued held, resumed, and goes on
+# from its checkpoint at its rung (the decisions of its job)
+@test "search 14: paused while continuing in its job" {
   # Paused at rung 2 (dlrun's checkpoint, requeued held), resumed: the same job, requeued
   # with the first rung's DL_MAX_STEPS, finds rung 2's budget through its decisions.
   one_trial_at_rung2
@@ -752,7 +775,9 @@ assert 16 <= ck[ev[1]["reason"][len("resumed from "):]] < 31, (ev, ck)'
   check_rung2_resumed "$job"
 }
 
-@test "search 15: a rung's value ranks once its trial is told to end, not once its job has left: a trial ending that rung meanwhile is promoted in its job" {
+# search 15: a rung's value ranks once its trial is told to end, not once its job has left: a trial
+# ending that rung meanwhile is promoted in its job
+@test "search 15: a rung's value ranks once told to end" {
   # Two trials at once, lr 0.1 (better) or 0.001 (worse). The worse one runs fast and its
   # job stays 20 s after its rung; the better one ends rung 0 meanwhile, with the worse
   # one's value ranked already: the top of 2, it continues in its job. (Before, the worse
@@ -802,7 +827,9 @@ EOF
   [[ $output == *": rung 0 done, loss="*"; its job ends"* ]]
 }
 
-@test "search 16: a trial preempted by a high job while it continues in its job is requeued by Slurm and goes on from its checkpoint at its rung, counted once" {
+# search 16: a trial preempted by a high job while it continues in its job is requeued by Slurm and
+# goes on from its checkpoint at its rung, counted once
+@test "search 16: preempted while continuing in its job" {
   one_trial_at_rung2 ", --dl-preemptible"
   job=$(cat job.txt)
   # Every node, whole: the trial's job is preempted (requeued), then runs again.

@@ -39,7 +39,9 @@ preempt() {
   echo $((SECONDS - start))
 }
 
-@test "snapshot: a program without the client API is requeued as soon as it stops, not after the grace time, and resumes from its own snapshot" {
+# snapshot: a program without the client API is requeued as soon as it stops, not after the grace
+# time, and resumes from its own snapshot
+@test "snapshot: requeued at once, resumes its snapshot" {
   job=$(submit_snapshot -J "snap-$$-$RANDOM" --)
   wait_until 120 '[ "$(epochs_done)" -ge 7 ]'
   took=$(preempt)
@@ -55,7 +57,9 @@ preempt() {
   grep -q 'rank 0: trained 20 epochs' out.txt
 }
 
-@test "snapshot: --ckpt-signal=TERM, a program with its own SIGTERM handler saves where it was and resumes from there" {
+# snapshot: --ckpt-signal=TERM, a program with its own SIGTERM handler saves where it was and
+# resumes from there
+@test "snapshot: --ckpt-signal=TERM, own handler" {
   job=$(DLRUN_OPTS=--ckpt-signal=TERM submit_snapshot -J "snapterm-$$-$RANDOM" -- --save-on-term)
   wait_until 120 '[ "$(epochs_done)" -ge 7 ]'
   preempt >/dev/null

@@ -67,7 +67,8 @@ EOS
   echo "$spec" | grep -qx 'DL_CKPT_EVERY=1800'
 }
 
-@test "sbatch --dl-* on the command line overrides DL_* defaults from the environment" {
+# sbatch --dl-* on the command line overrides DL_* defaults from the environment
+@test "--dl-* overrides DL_* from the environment" {
   job=$(DL_GPUS=2 DL_EXPERIMENT=fromenv submit --dl-gpus=3 -o out.txt --wrap 'echo $DL_GPUS $DL_EXPERIMENT')
   wait_state "$job" COMPLETED 60
   [ "$(cat out.txt)" = "3 fromenv" ]
@@ -108,7 +109,8 @@ EOS
 }
 
 # Issue 12, item 9b: a job that asks nothing of slurm-dl stays an ordinary Slurm job.
-@test "a job without --dl-* options stays ordinary: no DL_* variable, no comment, no directory" {
+# a job without --dl-* options stays ordinary: no DL_* variable, no comment, no directory
+@test "a job without --dl-* stays ordinary" {
   root=$(sed -n 's/.*default_ckpt_root=\([^ ]*\).*/\1/p' "$(dirname "$SLURM_CONF")/plugstack.conf")
   [ -d "$root" ]
   before=$(find "$root" | sort)
@@ -127,7 +129,8 @@ none" ]
   [ "$(find "$root" | sort)" = "$before" ]
 }
 
-@test "a user the user database does not know submits an ordinary job as without slurm-dl" {
+# a user the user database does not know submits an ordinary job as without slurm-dl
+@test "an unknown user submits as without slurm-dl" {
   ! getent passwd 54321 || false
   stranger() { (cd / && setpriv --reuid=54321 --regid=54321 --clear-groups "$@"); }
   # The plugin looks nothing up for a job without --dl-* options or DL_* variables. Under
@@ -149,8 +152,9 @@ none" ]
 
 # Every invalid value of every option: sbatch, srun and salloc fail with exactly one
 # line naming the option, the value and what is allowed, and nothing is queued.
+# every invalid value is rejected at submit time with one line and nothing queued
 # bats test_tags=stacks
-@test "every invalid value is rejected at submit time with one line and nothing queued" {
+@test "every invalid value: one line, nothing queued" {
   while IFS='|' read -r args message; do
     [ -n "$args" ] || continue
     for cmd in sbatch srun salloc; do
@@ -185,15 +189,17 @@ none" ]
 EOF
 }
 
-@test "an invalid DL_* default in the environment is rejected the same way" {
+# an invalid DL_* default in the environment is rejected the same way
+@test "an invalid DL_* default is rejected too" {
   run env DL_PREEMPTIBLE=maybe sbatch --wrap true
   [ "$status" -ne 0 ]
   [ "$output" = "sbatch: error: dl: DL_PREEMPTIBLE=maybe: expected 1/yes/true or 0/no/false" ]
   queue_empty
 }
 
+# the checkpoint directory belongs to the job's user, mode 0700, one per job
 # bats test_tags=stacks
-@test "the checkpoint directory belongs to the job's user, mode 0700, one per job" {
+@test "the checkpoint directory: the user's, 0700" {
   cd /home/dltest
   run as_dltest srun -N2 --dl-gpus=2 -J trainer sh -c 'echo "$DL_CKPT_DIR $SLURM_JOB_ID"'
   [ "$status" -eq 0 ]
@@ -205,7 +211,8 @@ EOF
   [ "$(stat -c '%U %a' "$ckpt_root/dltest")" = "dltest 700" ]
 }
 
-@test "array tasks of one script get different default checkpoint directories" {
+# array tasks of one script get different default checkpoint directories
+@test "array tasks get their own directories" {
   cd /home/dltest
   job=$(as_dltest sbatch --parsable --array=1-2 --dl-gpus=1 -o /home/dltest/arr-%a.out \
     --wrap 'echo "dir=$DL_CKPT_DIR default=$DL_CKPT_DIR_DEFAULT"')
@@ -215,7 +222,8 @@ EOF
   rm -f /home/dltest/arr-*.out
 }
 
-@test "a symlink planted in the checkpoint path is refused and nothing runs" {
+# a symlink planted in the checkpoint path is refused and nothing runs
+@test "a planted symlink is refused, nothing runs" {
   cd /home/dltest
   as_dltest mkdir -p "$ckpt_root/dltest"
   rm -rf "$ckpt_root/dltest/evil"
@@ -231,7 +239,8 @@ EOF
   rm -f "$ckpt_root/dltest/evil" /home/dltest/evil.out
 }
 
-@test "another user's directory at <root>/<victim> is refused, naming it and its owner" {
+# another user's directory at <root>/<victim> is refused, naming it and its owner
+@test "another user's <root>/<victim> is refused" {
   cd /home/dltest
   rm -rf "$ckpt_root/dltest"
   runuser -u dlother -- mkdir -m 0755 "$ckpt_root/dltest"
@@ -250,7 +259,8 @@ EOF
   rm -rf "$ckpt_root/dltest" /home/dltest/victim.out
 }
 
-@test "a checkpoint root that dlother made is refused, naming it and its owner; nothing is written there" {
+# a checkpoint root that dlother made is refused, naming it and its owner; nothing is written there
+@test "a root dlother made is refused" {
   cd /home/dltest
   rm -rf "$ckpt_root/dltest"
   job=$(as_dltest sbatch --parsable --hold -w n1 --dl-gpus=1 -o /home/dltest/squat.out \
@@ -275,7 +285,8 @@ EOF
   rm -f /home/dltest/squat.out /home/dltest/squat2.out
 }
 
-@test "slurmd makes a missing default checkpoint root, owned by root with mode 1777" {
+# slurmd makes a missing default checkpoint root, owned by root with mode 1777
+@test "slurmd makes a missing root, root 1777" {
   mv "$ckpt_root" "$ckpt_root.site"
   "$DL_ROOT/scripts/minicluster" kill-node n4
   "$DL_ROOT/scripts/minicluster" start-node n4
@@ -295,7 +306,8 @@ EOF
     "$mcdir/log/slurmd-n4.log"
 }
 
-@test "on a file system that squashes root, as NFS does, slurmstepd reads nothing of the job's as root" {
+# on a file system that squashes root, as NFS does, slurmstepd reads nothing of the job's as root
+@test "root_squash: slurmstepd reads nothing as root" {
   squash=$mcdir/squash
   mkdir -p "$squash" "$squash.src"
   chmod 1777 "$squash.src"
@@ -323,7 +335,8 @@ EOF
   rm -f /home/dltest/squash.out
 }
 
-@test "slurmd says, when it loads the plugin, that the default checkpoint root is not shared" {
+# slurmd says, when it loads the plugin, that the default checkpoint root is not shared
+@test "slurmd says the default root is not shared" {
   # The mini-cluster's root is a directory on this machine's own disk (statfs type).
   for n in n1 n2 n3 n4; do
     [ "$(grep -c "error: dl: default_ckpt_root $ckpt_root is on [a-z0-9/]*, a \(node-local file system\|file system not known to be shared\): a job requeued onto other nodes will not find its checkpoints there" \
@@ -339,7 +352,9 @@ in_nodes_ns() { nsenter -t "$(head -n 1 "$mcdir/run/slurmd-n1.pid")" -m -r -- en
 # failure", so a planted link would take nodes away from everyone).
 node_up() { [[ ! $(sinfo -h -n "n$1" -o %T) =~ drain ]]; }
 
-@test "dlother plants a link or a directory at <root>/dltest between submit and run: the job fails naming it, the node stays up" {
+# dlother plants a link or a directory at <root>/dltest between submit and run: the job fails naming
+# it, the node stays up
+@test "a link planted before the run fails the job" {
   cd /home/dltest
   rm -rf "$ckpt_root/dltest" /home/dlother/plant
   runuser -u dlother -- mkdir -m 0755 /home/dlother/plant
@@ -368,7 +383,9 @@ node_up() { [[ ! $(sinfo -h -n "n$1" -o %T) =~ drain ]]; }
   rm -rf /home/dlother/plant /home/dltest/swap.out
 }
 
-@test "dlother swaps <root>/dltest for a link to a planted checkpoint between two runs: the next run is refused, nothing read or written there" {
+# dlother swaps <root>/dltest for a link to a planted checkpoint between two runs: the next run is
+# refused, nothing read or written there
+@test "a swapped <root>/dltest refuses the next run" {
   cd /home/dltest
   rm -rf "$ckpt_root/dltest" /home/dlother/plant
   job=$(as_dltest sbatch --parsable -w n1 --requeue --dl-gpus=1 -o /home/dltest/runs.out \
@@ -394,7 +411,9 @@ node_up() { [[ ! $(sinfo -h -n "n$1" -o %T) =~ drain ]]; }
   rm -rf "$ckpt_root/dltest" /home/dlother/plant /home/dltest/runs.out
 }
 
-@test "a step whose dlrun was killed with SIGKILL leaves no channel file; links, FIFOs, dlother's files and other steps' files with its names are left alone" {
+# a step whose dlrun was killed with SIGKILL leaves no channel file; links, FIFOs, dlother's files
+# and other steps' files with its names are left alone
+@test "a killed dlrun leaves no channel file" {
   cd /home/dltest
   # A plain job, then an array task (dlrun names it <array job id>_<task id>).
   for task in "" 5; do
@@ -424,7 +443,8 @@ node_up() { [[ ! $(sinfo -h -n "n$1" -o %T) =~ drain ]]; }
   done
 }
 
-@test "dlother planting every pid's channel file name cannot stop dltest's step" {
+# dlother planting every pid's channel file name cannot stop dltest's step
+@test "planted channel file names stop nothing" {
   cd /home/dltest
   rm -f shm.out
   job=$(as_dltest sbatch --parsable --hold -w n1 -o /home/dltest/shm.out \
@@ -444,7 +464,8 @@ node_up() { [[ ! $(sinfo -h -n "n$1" -o %T) =~ drain ]]; }
   rm -f shm.out
 }
 
-@test "sbatch, srun and salloc --help list every option with its help" {
+# sbatch, srun and salloc --help list every option with its help
+@test "--help lists every option" {
   for cmd in sbatch srun salloc; do
     run $cmd --help
     for opt in dl-gpus=N 'dl-placement=pack|spread|switch|even' dl-ckpt-dir=PATH \
@@ -455,7 +476,8 @@ node_up() { [[ ! $(sinfo -h -n "n$1" -o %T) =~ drain ]]; }
   done
 }
 
-@test "a bad plugstack argument is a load error naming it, which dlrun --check-config finds first" {
+# a bad plugstack argument is a load error naming it, which dlrun --check-config finds first
+@test "a bad plugstack argument is a load error" {
   sed "s|^PlugStackConfig=.*|PlugStackConfig=$PWD/plugstack.conf|" "$SLURM_CONF" >slurm.conf
   plugin=$(awk '{print $2}' "$mcdir/plugstack.conf")
   # The cluster's own line passes the check.

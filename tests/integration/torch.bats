@@ -56,8 +56,10 @@ preempt() {
   wait_state "$high" COMPLETED 120
 }
 
+# torch 1: ResNet-18 preempted twice in the middle of an epoch ends with the parameters of an
+# uninterrupted run
 # bats test_tags=stacks
-@test "torch 1: ResNet-18 preempted twice in the middle of an epoch ends with the parameters of an uninterrupted run" {
+@test "torch 1: preempted twice mid-epoch, bit for bit" {
   reference
   job=$(submit_train -J "$(unique_name preempt)" -p low -N2 --dl-gpus=2 --dl-preemptible --dl-grace=60s)
   wait_until 180 '[ "$(last_step)" ] && [ "$(last_step)" -ge 25 ]'
@@ -89,7 +91,8 @@ preempt() {
   grep -q '\] final step 59$' out.txt
 }
 
-@test "torch 2: resumed on one rank from a checkpoint of two, it finishes" {
+# torch 2: resumed on one rank from a checkpoint of two, it finishes
+@test "torch 2: resumed on 1 rank from 2 ranks' save" {
   # --dl-elastic=2:4 GPUs on nodes of 2: one or two nodes, one rank on each.
   job=$(submit_train -J "$(unique_name elastic)" --dl-elastic=2:4 --dl-preemptible)
   wait_until 180 '[ "$(last_step)" ] && [ "$(last_step)" -ge 25 ]'
@@ -123,7 +126,9 @@ rank0_pid() {
   return 1
 }
 
-@test "torch 3: killed with kill -9 while it saves, it resumes from the previous checkpoint and ends equal" {
+# torch 3: killed with kill -9 while it saves, it resumes from the previous checkpoint and ends
+# equal
+@test "torch 3: killed while saving, resumes equal" {
   reference
   name=$(unique_name kill)
   job=$(submit_train -J "$name" -p low -N2 --dl-gpus=2 --dl-ckpt-every=2s --dl-max-restarts=3)
@@ -143,7 +148,8 @@ rank0_pid() {
   cmp out.bin "$REF"
 }
 
-@test "torch 4: a checkpoint that fails when the job is stopped is a failure, counted and said so" {
+# torch 4: a checkpoint that fails when the job is stopped is a failure, counted and said so
+@test "torch 4: a failed checkpoint is a failure" {
   prog=$DL_ROOT/tests/integration/torch_failed_save.py
   job=$(submit -J "$(unique_name failsave)" -N1 --requeue --dl-max-restarts=3 -o out.txt \
     --open-mode=append --export="ALL,$PYENV" \

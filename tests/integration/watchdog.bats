@@ -63,20 +63,24 @@ check_hang() {
   grep -q "done rank=1 step=$steps" out.txt
 }
 
-@test "a hung rank of the C++ trainer: the report names it, its node and its native stacks; the job requeues and finishes" {
+# a hung rank of the C++ trainer: the report names it, its node and its native stacks; the job
+# requeues and finishes
+@test "a hung C++ rank: named with its stacks" {
   job=$(submit -N2 --requeue --dl-watchdog=4s -o out.txt --open-mode=append --wrap \
     "srun --mpi=pmix $DLRUN $TRAINER --steps 12 --step-ms 50 --hang-rank 1 --hang-at-step 6")
   check_hang "$job" 12 ' dlrun_trainer_hang_here () at .*dlrun_trainer.cc:'
 }
 
-@test "a hung rank of the Python trainer started by a shell: the report holds its Python frames" {
+# a hung rank of the Python trainer started by a shell: the report holds its Python frames
+@test "a hung Python rank: its Python frames" {
   job=$(submit -N2 --requeue --dl-watchdog=4s -o out.txt --open-mode=append --wrap \
     "srun --mpi=pmix $DLRUN sh -c '/usr/bin/python3 $DL_ROOT/tests/integration/dlrun_trainer.py \
       --steps 12 --step-ms 50 --hang-rank 1 --hang-at-step 6; exit \$?'")
   check_hang "$job" 11 'dlrun_trainer.py", line [0-9]*, in hang_here'
 }
 
-@test "a checkpoint that takes longer than the watchdog's duration is no hang" {
+# a checkpoint that takes longer than the watchdog's duration is no hang
+@test "a long checkpoint is no hang" {
   job=$(submit -N2 --requeue --dl-watchdog=2s -o out.txt --wrap \
     "srun --mpi=pmix $DLRUN $TRAINER --steps 40 --step-ms 50 --ckpt-ms 5000")
   wait_until 60 '[ "$(grep -c "start rank=" out.txt)" -eq 2 ]'
@@ -88,7 +92,8 @@ check_hang() {
   [ "$(job_field "$job" Restarts)" = 0 ]
 }
 
-@test "a hung rank is declared hung during a checkpoint round too (it never reaches the round's step)" {
+# a hung rank is declared hung during a checkpoint round too (it never reaches the round's step)
+@test "a rank hung in a checkpoint round" {
   job=$(submit -N2 --requeue --dl-watchdog=4s --dl-grace=10m -o out.txt --open-mode=append \
     --wrap "srun --mpi=pmix $DLRUN $TRAINER --steps 12 --step-ms 50 --hang-rank 1 --hang-at-step 6")
   wait_until 60 'grep -q "start rank=1 world=2 restart=0" out.txt'
@@ -97,7 +102,8 @@ check_hang() {
   check_hang "$job" 12 ' dlrun_trainer_hang_here () at .*dlrun_trainer.cc:'
 }
 
-@test "programs without the client API are not watched; collective timeouts default beyond the watchdog" {
+# programs without the client API are not watched; collective timeouts default beyond the watchdog
+@test "no client API, no watchdog" {
   run_srun -N1 --dl-watchdog=1s --mpi=pmix --export=ALL,TORCH_NCCL_ASYNC_ERROR_HANDLING=3 \
     $DLRUN sh -c 'sleep 4; echo "timeout=$DL_COLLECTIVE_TIMEOUT heartbeat=$TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC torch=$TORCH_NCCL_ASYNC_ERROR_HANDLING nccl=$NCCL_ASYNC_ERROR_HANDLING"' \
     >out.txt 2>&1
@@ -105,7 +111,9 @@ check_hang() {
   ! grep -q "hang" out.txt || false
 }
 
-@test "under the job-level launcher (dlrun in the batch script) a hung rank is restarted inside the allocation" {
+# under the job-level launcher (dlrun in the batch script) a hung rank is restarted inside the
+# allocation
+@test "a hung rank restarts in place (job launcher)" {
   job=$(submit -N2 --ntasks-per-node=1 --dl-watchdog=4s -o out.txt --wrap \
     "$DLRUN $TRAINER --steps 12 --step-ms 50 --hang-rank 1 --hang-at-step 6")
   wait_state "$job" COMPLETED 120
@@ -118,7 +126,9 @@ check_hang() {
   grep -q "done rank=1 step=12" out.txt
 }
 
-@test "the node is drained after two hangs on it: the elastic job goes on without it; the reason names the job" {
+# the node is drained after two hangs on it: the elastic job goes on without it; the reason names
+# the job
+@test "two hangs on a node drain it" {
   drain_on
   # --dl-elastic=2:4 on nodes of 2 GPUs: rank 2 runs on the job's second node.
   job=$(submit --dl-elastic=2:4 --dl-watchdog=3s -o out.txt --wrap \
@@ -136,7 +146,9 @@ check_hang() {
   [ "$(stat -c '%U %a' "$(drain_dir)")" = "root 700" ]
 }
 
-@test "drain_after (hostile, as dltest): failures on different nodes, forged records, ordinary jobs and every task failing drain at most one node of the job's own" {
+# drain_after (hostile, as dltest): failures on different nodes, forged records, ordinary jobs and
+# every task failing drain at most one node of the job's own
+@test "drain_after (hostile): at most one own node" {
   drain_on
   cd /home/dltest
   # The user forges what the plugin counts: DL_JOB_LAUNCHER=1 (steps of dlrun's job-level
@@ -178,7 +190,8 @@ check_hang() {
   scontrol show hostnames "$(job_field "$all" NodeList)" | grep -qx "$(drained | cut -d' ' -f1)"
 }
 
-@test "drain_after: a job's records on each of its nodes are removed when the job ends" {
+# drain_after: a job's records on each of its nodes are removed when the job ends
+@test "drain_after: records removed at the job's end" {
   drain_on
   cd /home/dltest
   job=$(as_dltest sbatch --parsable -N2 --dl-gpus=2 -o /dev/null --wrap \
@@ -192,7 +205,8 @@ check_hang() {
   [ -z "$(drained)" ]
 }
 
-@test "drain_after on a cluster of 1,500 more nodes: a job whose every task fails drains one node" {
+# drain_after on a cluster of 1,500 more nodes: a job whose every task fails drains one node
+@test "drain_after with 1,500 more nodes: one drained" {
   # A second cluster, whose node list (scontrol -o show nodes) is over 1 MiB, its own
   # nodes last (Slurm 24.11 writes about 830 bytes per node: 1,200 were not enough).
   padded="$DL_BUILD_DIR/test-clusters/padded" # munged must reach it
