@@ -10,9 +10,11 @@ void SaveTimeEstimate::record(std::chrono::milliseconds measured) {
 
 std::optional<WallClock::time_point> deadline_checkpoint_time(
     std::optional<WallClock::time_point> end, std::chrono::milliseconds save,
-    std::chrono::milliseconds margin) {
+    std::chrono::milliseconds margin, std::optional<WallClock::time_point> preempted_at) {
   if (!end) return std::nullopt;
-  return *end - save - margin;
+  const WallClock::time_point when = *end - save - margin;
+  if (preempted_at) return std::max(when, *preempted_at + kPreemptSignalWait);
+  return when;
 }
 
 }  // namespace dl

@@ -22,10 +22,18 @@ class SaveTimeEstimate {
   std::optional<std::chrono::milliseconds> measured_;
 };
 
-// end - save - margin: when to start the deadline checkpoint. nullopt when the job has
-// no end time (no time limit).
+// How long the deadline checkpoint of a job that Slurm is preempting leaves to the
+// preemption's own signal: slurmctld moves the job's end time and signals it in one
+// decision, but the signal reaches the tasks a moment later, and dlrun says "preempted"
+// only when it answers the signal.
+inline constexpr std::chrono::seconds kPreemptSignalWait{10};
+
+// end - save - margin: when to start the deadline checkpoint; for a job being preempted
+// since `preempted_at`, no earlier than kPreemptSignalWait after that. nullopt when the
+// job has no end time (no time limit).
 std::optional<WallClock::time_point> deadline_checkpoint_time(
     std::optional<WallClock::time_point> end, std::chrono::milliseconds save,
-    std::chrono::milliseconds margin);
+    std::chrono::milliseconds margin,
+    std::optional<WallClock::time_point> preempted_at = std::nullopt);
 
 }  // namespace dl

@@ -335,7 +335,8 @@ void Coordinator::tick(Steady::time_point now) {
   if (!deadline_fired_ && !job_.ckpt_dir.empty() && job_info_) {
     const auto when = deadline_checkpoint_time(
         job_info_->end, save_time_.value(),
-        std::chrono::duration_cast<std::chrono::milliseconds>(options_.deadline_margin));
+        std::chrono::duration_cast<std::chrono::milliseconds>(options_.deadline_margin),
+        job_info_->preempted_at);
     if (when && WallClock::now() >= *when) {
       deadline_fired_ = true;
       want(true,

@@ -136,6 +136,7 @@ JobInfo load_job(const JobRef& job) {
     info.batch = j.batch_flag != 0;
     info.running = running;
     info.preempted = j.preempt_time != 0;
+    if (info.preempted) info.preempted_at = WallClock::from_time_t(j.preempt_time);
     info.nodes = j.nodes ? j.nodes : "";
     info.batch_host = j.batch_host ? j.batch_host : "";
     if (j.submit_time > 0) info.submitted = WallClock::from_time_t(j.submit_time);

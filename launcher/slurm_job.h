@@ -34,9 +34,10 @@ struct JobInfo {
   bool batch = false;      // only batch jobs can be requeued
   bool running = false;    // RUNNING (not pending, completing or ended)
   bool preempted = false;  // Slurm is preempting it (its preempt_time is set)
-  std::string nodes;       // allocated nodes, e.g. "n[1-4]"
-  std::string batch_host;  // the node running the batch script
-  std::string std_out;     // a batch job's output and error files, patterns expanded
+  std::optional<WallClock::time_point> preempted_at;  // that preempt_time
+  std::string nodes;                                  // allocated nodes, e.g. "n[1-4]"
+  std::string batch_host;                             // the node running the batch script
+  std::string std_out;  // a batch job's output and error files, patterns expanded
   std::string std_err;
   std::optional<WallClock::time_point> submitted;  // Slurm's submit time
   std::optional<WallClock::time_point> started;    // a running job's allocation start

@@ -289,6 +289,18 @@ TEST(Deadline, EndMinusSaveMinusMargin) {
   EXPECT_EQ(deadline_checkpoint_time(std::nullopt, 120s, 30s), std::nullopt);
 }
 
+TEST(Deadline, LeavesAPreemptionTimeForItsSignal) {
+  const auto end = WallClock::from_time_t(10'000);
+  // Preempted 60 s before the end (its GraceTime): the signal gets 10 s first.
+  EXPECT_EQ(deadline_checkpoint_time(end, 120s, 30s, WallClock::from_time_t(9'940)),
+            WallClock::from_time_t(9'950));
+  // Preempted long before the deadline checkpoint is due: that time stands.
+  EXPECT_EQ(deadline_checkpoint_time(end, 120s, 30s, WallClock::from_time_t(9'000)),
+            WallClock::from_time_t(10'000 - 150));
+  EXPECT_EQ(deadline_checkpoint_time(std::nullopt, 120s, 30s, WallClock::from_time_t(9'000)),
+            std::nullopt);
+}
+
 TEST(Deadline, MeasuredSaveTimeReplacesTheDeclaredOne) {
   SaveTimeEstimate e(120s);
   EXPECT_EQ(e.value(), 120s);
