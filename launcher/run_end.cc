@@ -201,7 +201,7 @@ RunOutcome conclude_run(const JobSettings& job, std::uint32_t max_stalled_restar
           slurm::slurm_requeues_job_ending_in_grace()) {
         slurm::JobInfo info;
         warn_on_error([&] { info = slurm::load_job(*job.job); }, "requeuing it itself");
-        if (info.preempted) {
+        if (info.preempted_at) {
           // Its own requeue would make Slurm requeue the next run once more at its end.
           log(LogLevel::info, "job {} is preempted: Slurm requeues it as this run ends; {}",
               job.job->to_string(), d.reason);

@@ -135,8 +135,7 @@ JobInfo load_job(const JobRef& job) {
     info.cancelled = (j.job_state & JOB_STATE_BASE) == JOB_CANCELLED;
     info.batch = j.batch_flag != 0;
     info.running = running;
-    info.preempted = j.preempt_time != 0;
-    if (info.preempted) info.preempted_at = WallClock::from_time_t(j.preempt_time);
+    if (j.preempt_time != 0) info.preempted_at = WallClock::from_time_t(j.preempt_time);
     info.nodes = j.nodes ? j.nodes : "";
     info.batch_host = j.batch_host ? j.batch_host : "";
     if (j.submit_time > 0) info.submitted = WallClock::from_time_t(j.submit_time);

@@ -33,14 +33,14 @@ struct JobInfo {
   bool cancelled = false;  // scancel'ed: a stop signal must not requeue it
   bool batch = false;      // only batch jobs can be requeued
   bool running = false;    // RUNNING (not pending, completing or ended)
-  bool preempted = false;  // Slurm is preempting it (its preempt_time is set)
-  std::optional<WallClock::time_point> preempted_at;  // that preempt_time
-  std::string nodes;                                  // allocated nodes, e.g. "n[1-4]"
-  std::string batch_host;                             // the node running the batch script
-  std::string std_out;  // a batch job's output and error files, patterns expanded
+  std::string nodes;       // allocated nodes, e.g. "n[1-4]"
+  std::string batch_host;  // the node running the batch script
+  std::string std_out;     // a batch job's output and error files, patterns expanded
   std::string std_err;
   std::optional<WallClock::time_point> submitted;  // Slurm's submit time
   std::optional<WallClock::time_point> started;    // a running job's allocation start
+  // Since when Slurm is preempting it (its preempt_time); nullopt when it is not.
+  std::optional<WallClock::time_point> preempted_at;
 };
 
 // slurm_init once per process (reads SLURM_CONF like every Slurm command).
