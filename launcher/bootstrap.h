@@ -19,8 +19,12 @@ namespace dl {
 struct Bootstrap {
   RankLayout layout;
   Rendezvous rendezvous;
-  // Finalized (reset) once the program has started: PMIx_Finalize waits for the server,
-  // and nothing needs that before the program runs.
+  // Finalized (reset) once the program has ended. The program's PMIx client (MPI_Init)
+  // has the same rank as dlrun's: when dlrun's client left while the program was in its
+  // first fence, the node's PMIx server released that fence locally with no data and
+  // never passed the node's part on, and every rank hung in MPI_Init (Slurm 22.05, PMIx
+  // 4.2; about one start in 30 on a loaded node, also when it left before the program
+  // started).
   std::unique_ptr<pmix::Session> pmix;
   // Rank 0 only:
   std::optional<net::Listener> control;

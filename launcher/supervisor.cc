@@ -201,7 +201,6 @@ int Supervisor::run() {
     connect_to_rank0();
   }
   start_program();
-  boot_.pmix.reset();
   if (coordinator_rank_) {
     coordinator_ =
         std::make_unique<Coordinator>(options_, job_, boot_.layout.world_size, boot_.resume,
@@ -219,6 +218,7 @@ int Supervisor::run() {
     for (auto& c : peers_) process_lines(*c);
   }
   loop();
+  boot_.pmix.reset();
   return *end_code_;
 }
 
