@@ -334,16 +334,8 @@ open(path, "wb").write(data)
 # an Open MPI program (MPI_Init, MPI_Allreduce) runs correctly under dlrun on 4 nodes
 # bats test_tags=stacks
 @test "an Open MPI program under dlrun on 4 nodes" {
-  # Open MPI 4.1's TCP transport sometimes calls a null pointer inside MPI_Init when the
-  # "nodes" share one host and it is busy (a libevent callback of mca_btl_tcp; 3 to 9% of
-  # runs on a loaded mini-cluster, without dlrun too): that crash, and only it, gets up to
-  # two more tries.
-  for try in 1 2 3; do
-    run run_srun -N4 --ntasks-per-node=2 --mpi=pmix "$DLRUN" "$DL_BUILD_DIR/tests/integration/mpi_allreduce"
-    echo "$output" # on a failure: what each rank and dlrun said (CI saw it hang once)
-    [[ $status -ne 0 && $output == *"Failing at address: (nil)"* && $output != *"mpi rank="* ]] || break
-    echo "try $try: Open MPI crashed in MPI_Init (see above)"
-  done
+  run run_srun -N4 --ntasks-per-node=2 --mpi=pmix "$DLRUN" "$DL_BUILD_DIR/tests/integration/mpi_allreduce"
+  echo "$output" # on a failure: what each rank and dlrun said
   [ "$status" -eq 0 ]
   [ "$(echo "$output" | grep -c 'mpi rank=[0-7] size=8 sum=28$')" -eq 8 ]
   [ "$(echo "$output" | grep -o 'mpi rank=[0-7]' | sort -u | wc -l)" -eq 8 ]
