@@ -292,7 +292,8 @@ down_reason() { sinfo -h -N -n "$1" -o '%E' | sort -u | grep '^slurm-dl: ' || tr
   # reason would be "Not responding", and then the plugin would leave the node alone).
   wait_until 60 "down_reason $victim | grep -q \"^slurm-dl: job $job: batch host lost the job's ranks and its slurmd (.*) refused $other 3 times\$\""
   sinfo -h -N -n "$victim" -o '%T' | grep -q '^down'
-  grep -q "marked node $victim DOWN (.*): slurm-dl: job $job: " "$(slurmd_log "$other")"
+  # The plugin logs once slurmctld has answered: a moment after sinfo shows the node DOWN.
+  wait_until 10 "grep -q \"marked node $victim DOWN (.*): slurm-dl: job $job: \" \"$(slurmd_log "$other")\""
   wait_state "$job" COMPLETED 180
   [ "$(job_field "$job" Restarts)" = 1 ]
   ! scontrol show hostnames "$(job_field "$job" NodeList)" | grep -qx "$victim" || false
