@@ -1,34 +1,8 @@
-// dl-sim's engine: replays a job trace on a GPU cluster under one of two policies.
-//
-//   fifo-backfill  plain Slurm 22.05: age-ordered priority; the main scheduler starts
-//                  jobs in that order until one does not fit; every bf_interval the
-//                  backfill scheduler gives each pending job (up to bf_depth) its
-//                  earliest start from the running jobs' time limits (freed in the
-//                  batches of cons_tres' will-run test) on nodes that no higher job's
-//                  reservation holds during its window; it starts now, or reserves the
-//                  whole nodes of that placement when the start is within bf_window,
-//                  or gets nothing. A gang asks --gpus=N and is placed as cons_tres
-//                  does: the best-fitting run of consecutive nodes with free GPUs, else
-//                  the largest runs first (so it may span runs and be split across
-//                  nodes). No preemption.
-//   dl             this project's policy, through the same core code as the plugins:
-//                  gangs shaped by dl::shape_gang (pack), ordered by dl::priority_points
-//                  (least attained service + aging), a blocked job at the head preempts
-//                  checkpointable jobs it outranks by the margin (victims chosen by
-//                  dl::choose_victims), and checkpointable jobs backfill into holes of
-//                  dl::backfill_time_min (they checkpoint and requeue when the hole closes).
-//
-// Cost model: a checkpointable job checkpoints as dlrun does (saved_progress): every
-// ckpt_every seconds of run time from the start of each run, restore included, so a
-// restarted job's first checkpoint saves ckpt_every - restore of work (with a restore
-// no longer than ckpt_every). preempt/dl judges a victim by the same run time (its
-// windows after k x ckpt_every, its estimate of the loss). A preempted job is stopped
-// at once and resumes from its last checkpoint (the work since then is lost). A job
-// stopped at the end of a backfill hole knows its deadline and checkpoints in its last
-// `grace` seconds. Either way Slurm requeues it and holds it for requeue_delay before
-// it may start again, and every restart first spends `restore` seconds loading the
-// checkpoint. Lost GPU-seconds count the rolled-back work, the final checkpoints and
-// the restores.
+// dl-sim's engine: replays a job trace on a GPU cluster under one of two policies,
+// fifo-backfill (plain Slurm 22.05's main and backfill schedulers, cons_tres placement,
+// no preemption) and dl (this project's policy, through the plugins' own core code),
+// and charges checkpointable jobs dlrun's checkpoints, restores and requeue holds. The
+// policies and the cost model at length: docs/design/simulator.md.
 #pragma once
 
 #include <cstdint>
