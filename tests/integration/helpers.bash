@@ -64,6 +64,10 @@ show_on_failure() {
 # Whether the cluster refuses jobs of users with no association (minicluster --accounting).
 enforces_associations() { scontrol show config | grep -Eq '^AccountingStorageEnforce += .*associations'; }
 
+# A check of tests/integration/checks/ on files in the current directory:
+# `checks search invariants EXP` runs checks/search.py's invariants("EXP").
+checks() { PYTHONPATH="$DL_ROOT/tests/integration${PYTHONPATH:+:$PYTHONPATH}" python3 -m "checks.$1" "${@:2}"; }
+
 cancel_all() { scancel --full --quiet -u "$(id -un)" 2>/dev/null || true; }
 
 # A command as the unprivileged test user dltest (hostile tests).

@@ -39,79 +39,15 @@ teardown() {
 
 check_json() { python3 -c "import json, sys; d = json.load(sys.stdin); $1"; }
 
-# Every run of the search: exactly one job per run operation (by its name), every trial
-# ended (completed, stopped or failed), every metric step of every trial reported once
-# and the steps contiguous from 0 (nothing computed twice, nothing skipped), every
-# promoted run resumed from its trial's own checkpoint at the step after the last rung.
+# The search's invariants (checks/search.py: invariants): one job per run, every step once,
+# every promotion resumed from its own trial's checkpoint.
 check_search() {
   local exp=$1
   dl-search status "$exp" --json >status.json
   dl-exp show "$exp" --json >show.json
   dl-exp metrics "$exp" --json >metrics.json
   squeue -h --states=all --me -o '%j|%i|%T' | grep "^dls\.$exp\." >jobs.txt || true
-  python3 - "$exp" <<'EOF'
-import collections, json, os, sys
-exp = sys.argv[1]
-status = json.load(open("status.json"))
-show = json.load(open("show.json"))
-metrics = json.load(open("metrics.json"))["metrics"]
-jobs = [l.split("|") for l in open("jobs.txt").read().split()]
-assert status["finished"] and status["complete"], status
-runs = [o for o in status["operations"] if o["kind"] in ("create", "resume")]
-names = collections.Counter(j[0] for j in jobs)
-assert max(names.values()) == 1, names  # no run submitted twice
-# A run continued in the job of its trial's previous rung has no job of its own.
-own = [o for o in runs if not o["continued"]]
-assert sorted(names) == sorted("dls.%s.%s.%d" % (exp, o["trial"], o["index"]) for o in own), (names, runs)
-for o in runs:
-    if o["continued"]:
-        prev = [p for p in runs if p["trial"] == o["trial"] and p["index"] < o["index"]][-1]
-        assert prev["job"] == o["job"] and prev["rung"] == o["rung"] - 1, (prev, o)
-trials = {t["id"]: t for t in status["trials"]}
-# Trials stopped by `dl-search stop EXP TRIAL`: their job cancelled, their steps cut short.
-by_user = {k for k, t in trials.items() if t["reason"] == "stopped by dl-search stop"}
-assert all(j[2] == "COMPLETED" or j[0].split(".")[2] in by_user for j in jobs), jobs
-assert all(t["state"] in ("completed", "stopped", "failed") for t in trials.values()), trials
-states = {t["id"]: t["state"] for t in show["trials"]}
-assert states == {k: t["state"] for k, t in trials.items()}, (states, trials)
-steps = collections.defaultdict(list)
-for m in metrics:
-    if m["name"] == status["searcher"]["metric"]:
-        steps[m["trial"]].append(m["step"])
-rungs = status["rungs"]
-for tid, t in trials.items():
-    if t["state"] == "failed":
-        continue
-    s = steps[tid]
-    assert len(s) == len(set(s)), (tid, sorted(s))  # each step once
-    if tid in by_user:
-        assert sorted(s) == list(range(len(s))), (tid, sorted(s), t)
-        continue
-    assert sorted(s) == list(range(rungs[t["rung"]])), (tid, sorted(s), t)
-# Resumes: each promoted run started from a checkpoint of its own trial, at the step
-# after the previous rung's budget.
-ckpts = collections.defaultdict(set)
-for t in show["trials"]:
-    for c in t["checkpoints"]:
-        ckpts[t["id"]].add(os.path.dirname(c["path"]))
-        assert os.path.isdir(c["path"]), c  # kept, stopped trials too
-dirs = [d for v in ckpts.values() for d in v]
-assert len(dirs) == len(set(dirs)), ckpts  # no two trials share a checkpoint directory
-resumes = [o for o in runs if o["kind"] == "resume" and o["reason"].startswith(("promoted", "continued"))]
-started = [e for e in show["events"] if e["kind"] == "run_started"]
-for o in resumes:
-    log = open(os.path.join(os.environ["DL_EXP_ROOT"], exp, "logs", "%s.%s.out" % (o["trial"], o["job"]))).read()
-    first = rungs[o["rung"] - 1]
-    if o["continued"]:
-        # Trained on from memory in the same job, no resume in between.
-        assert "continue in job from step %d to budget %d" % (first, o["budget"]) in log, (o, log)
-        continue
-    assert "start at step %d budget %d" % (first, o["budget"]) in log, (o, log)
-    assert "resumed from " in log, log
-    path = log.split("resumed from ")[1].split()[0]
-    assert os.path.dirname(path) in ckpts[o["trial"]], (path, ckpts[o["trial"]])
-print(len(resumes), "promotions;", len([o for o in runs if o["continued"]]), "continued in their job;", len(runs), "runs;", len(trials), "trials")
-EOF
+  checks search invariants "$exp"
 }
 
 # search 1: an ASHA search end to end: rungs, promotions resumed from their checkpoints, stopped
@@ -139,28 +75,10 @@ assert any(o["kind"] == "resume" and o["rung"] == 2 for o in d["operations"]), d
   # The columns line up with job ids of any length (8 digits or more here: a trial run
   # as two jobs overflows 16 columns).
   dl-search status "$EXP" >table.txt
-  python3 - <<'EOF'
-lines = open("table.txt").read().splitlines()
-head = lines[1]
-at = head.index("VALUES")
-rows = [l for l in lines[2:] if l.startswith("t0")]
-assert len(rows) == 8 and all(l[at - 1] == " " and l[at:at + 2] == "0:" for l in rows), lines
-EOF
+  checks search table_aligned
   # The plot marks each rung's step (its budget - 1) and who was promoted or stopped there.
   dl-exp plot "$EXP" -o plot.svg
-  python3 - <<'EOF'
-import json, re
-d = json.load(open("status.json"))
-svg = open("plot.svg").read()
-text = " ".join(re.findall(r">([^<>]*)<", svg))
-for k, budget in enumerate(d["rungs"]):
-    assert "rung %d: %d steps" % (k, budget) in text, (k, text)
-promoted0 = [t["id"] for t in d["trials"] if t["rung"] > 0]
-stopped0 = [t["id"] for t in d["trials"] if t["rung"] == 0 and t["state"] == "stopped"]
-assert "promoted " + " ".join(promoted0[:6]) in text, (promoted0, text)
-assert "stopped " + " ".join(stopped0[:6]) in text, (stopped0, text)
-assert "completed " + d["best"] in text, text
-EOF
+  checks search plot_marks_rungs
   # The web page marks them too, on the curve of the metric they rank by.
   port=$((${DL_MINICLUSTER_PORT_BASE:-6800} + 91))
   dl-exp serve --port "$port" 2>serve.txt 3>&- &
@@ -175,20 +93,7 @@ EOF
     timeout 60 chromium --headless --no-sandbox --disable-gpu --virtual-time-budget=5000 \
       --dump-dom "http://127.0.0.1:$port/?exp=$EXP&token=$token" 2>/dev/null >dom.html
   fi
-  python3 - <<'EOF'
-import json, os, re, sys
-d = json.load(open("status.json"))
-r = json.load(open("rungs.json"))
-assert r["metric"] == "loss" and [x["budget"] for x in r["rungs"]] == d["rungs"], r
-promoted0 = [t["id"] for t in d["trials"] if t["rung"] > 0]
-assert [p["trial"] for p in r["rungs"][0]["promoted"]] == promoted0, (r, promoted0)
-if not os.path.exists("dom.html"):
-    sys.exit(0)
-page = re.findall(r'<g data-rung="(\d+)" data-promoted="([^"]*)" data-stopped="([^"]*)">', open("dom.html").read())
-assert [int(g[0]) for g in page] == [0, 1, 2], page
-assert page[0][1] == " ".join(promoted0), (page, promoted0)
-assert "rung 0: 2 steps" in open("dom.html").read()
-EOF
+  checks search page_marks_rungs
 }
 
 # search 2: the driver killed with SIGKILL mid-search (once between sbatch and its record) carries
@@ -640,23 +545,7 @@ EOF
   [[ $output == *"complete; best trial"* ]]
   check_search "$EXP"
   dl-search status "$EXP" --json >status.json
-  python3 - "$EXP" <<'EOF'
-import json, os, sys
-exp = sys.argv[1]
-d = json.load(open("status.json"))
-t1 = [o for o in d["operations"] if o["trial"] == "t001" and o["kind"] in ("create", "resume")]
-assert [(o["rung"], o["continued"]) for o in t1] == [(0, False), (1, True), (2, True)], t1
-job = t1[0]["job"]
-assert all(o["job"] == job for o in t1), t1
-t = [x for x in d["trials"] if x["id"] == "t001"][0]
-assert t["state"] == "completed" and sorted(t["rung_values"]) == ["0", "1", "2"], t
-log = open(os.path.join(os.environ["DL_EXP_ROOT"], exp, "logs", "t001.%s.out" % job)).read()
-# One start (fresh), no resume from a checkpoint, two continuations.
-assert log.count("start at step") == 1 and "resumed from" not in log, log
-assert "continue in job from step 2 to budget 4" in log, log
-assert "continue in job from step 4 to budget 8" in log, log
-open("job.txt", "w").write(job)
-EOF
+  checks search continued_in_one_job "$EXP"
   # One Slurm job for t001, and dl-search status shows it ran rungs 0 to 2.
   [ "$(squeue -h --states=all --me -o %j | grep -c "^dls\.$EXP\.t001\.")" = 1 ]
   run dl-search status "$EXP"
@@ -692,17 +581,7 @@ assert [(o["rung"], o["continued"]) for o in t1] == [(0, False), (1, True), (2, 
 t = [x for x in d["trials"] if x["id"] == "t001"][0]
 assert t["state"] == "completed" and t["restarts"] == 0 and sorted(t["rung_values"]) == ["0", "1", "2"], t'
   # Each rung's result of t001 recorded once in the driver's journals.
-  python3 - "$DL_EXP_ROOT/$EXP/journals" <<'EOF'
-import glob, json, sys
-fin = 0
-for path in glob.glob(sys.argv[1] + "/search.*.jsonl"):
-    for line in open(path):
-        rec = json.loads(line.split(" ", 1)[1])
-        for e in rec.get("events", []):
-            if e["trial"] == "t001" and e["kind"] == "finished":
-                fin += 1
-assert fin == 3, fin  # rungs 0, 1 and 2, each once
-EOF
+  checks search results_once "$DL_EXP_ROOT/$EXP/journals" t001 3 # rungs 0, 1 and 2
 }
 
 # One trial, rungs of 8, 16 and 32 steps at 0.2 s, with the sbatch options $1: it continues
@@ -814,16 +693,7 @@ EOF
   echo "$output"
   [ "$status" -eq 0 ]
   check_search "$EXP"
-  python3 - <<'EOF'
-import json
-d = json.load(open("status.json"))
-lr = {t["id"]: t["hparams"]["lr"] for t in d["trials"]}
-assert lr == {"t001": 0.1, "t002": 0.001}, lr  # as seed 3 draws them
-good = [t for t, v in lr.items() if v == 0.1][0]
-runs = [o for o in d["operations"] if o["trial"] == good and o["kind"] in ("create", "resume")]
-assert runs[1]["rung"] == 1 and runs[1]["continued"], runs
-assert runs[1]["reason"] == "promoted from rung 0 (place 1 of 2)", runs
-EOF
+  checks search ranked_promotion
   [[ $output == *": rung 0 done, loss="*"; its job ends"* ]]
 }
 
