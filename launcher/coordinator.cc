@@ -5,14 +5,10 @@
 #include <algorithm>
 #include <csignal>
 
-#include "ckpt/names.h"
 #include "core/drain.h"
 #include "core/error.h"
 #include "core/log.h"
-#include "exp/trial.h"
-#include "launcher/hang_watch.h"
 #include "launcher/recovery.h"
-#include "launcher/run_end.h"
 
 namespace dl {
 namespace {
@@ -33,12 +29,12 @@ Message end_message(int code, const std::string& why) {
 }  // namespace
 
 Coordinator::Coordinator(const SupervisorOptions& options, const JobSettings& job,
-                         std::uint32_t world_size, std::optional<ResumePoint> resume,
-                         const ChannelFile& own_channel, Broadcast broadcast)
+                         std::uint32_t world_size, std::optional<Resumed> resume,
+                         JobControl& control, Broadcast broadcast)
     : options_(options),
       job_(job),
       world_size_(world_size),
-      own_(own_channel),
+      control_(control),
       broadcast_(std::move(broadcast)),
       exited_(world_size, false),
       nodes_(world_size),
@@ -58,22 +54,17 @@ void Coordinator::start(Steady::time_point now) {
   next_status_ = now;
   refresh_job();
   if (job_info_) comment_prefix_ = comment_prefix(job_info_->comment);
-  if (job_info_) exp::record_logs({job_info_->std_out, job_info_->std_err});
+  if (job_info_) control_.record_logs({job_info_->std_out, job_info_->std_err});
   next_job_refresh_ = now + kJobRefresh;
   if (job_.job) {
     run_.job = job_.job->to_string();
     run_.run = job_.restart_count;
     run_.requeues = job_.requeue_count;
     run_.gpus = job_.gpus;
-    run_.started = run_.updated = WallClock::now();
+    run_.started = run_.updated = control_.wall_now();
     if (job_info_) {
       run_.submitted = job_info_->submitted;
       run_.allocated = job_info_->started;
-    }
-    try {
-      stats_root_ = stats_root(std::getenv("DL_STATS_DIR"), std::getenv("HOME"));
-    } catch (const InputError& e) {
-      log(LogLevel::warning, "no record for dl-stats: {}", e.what());
     }
     save_run_record();
   }
@@ -81,16 +72,11 @@ void Coordinator::start(Steady::time_point now) {
 }
 
 void Coordinator::save_run_record() {
-  if (stats_root_.empty()) return;
-  run_.updated = WallClock::now();
-  const std::int64_t step = own_.page().step.load(std::memory_order_acquire);
+  if (!job_.job) return;
+  run_.updated = control_.wall_now();
+  const std::int64_t step = control_.progress().step;
   if (step >= 0) run_.step = step;
-  try {
-    dl::save_run_record(stats_root_, run_);
-  } catch (const std::exception& e) {
-    log(LogLevel::warning, "no record for dl-stats: {}", e.what());
-    stats_root_.clear();
-  }
+  control_.save_run_record(run_);
 }
 
 void Coordinator::set_node(std::uint32_t rank, const std::string& node) {
@@ -100,7 +86,7 @@ void Coordinator::set_node(std::uint32_t rank, const std::string& node) {
 void Coordinator::refresh_job() {
   if (!job_.job) return;
   try {
-    job_info_ = slurm::load_job(*job_.job);
+    job_info_ = control_.load_job(*job_.job);
   } catch (const std::exception& e) {
     log(LogLevel::warning, "{} (no deadline checkpoint or status line until it works)", e.what());
   }
@@ -191,7 +177,7 @@ void Coordinator::want(bool stop, const std::string& why, Steady::time_point now
     if (stop && !round_->stop()) {
       // The checkpoint in progress becomes the last one of this run.
       round_->make_stop();
-      exp::record_event("stop_requested", why);
+      control_.record_event("stop_requested", why);
       round_why_ = why;
       round_deadline_ = std::min(round_deadline_, now + job_.grace);
       log(LogLevel::info, "{}: the checkpoint in progress ends the run", why);
@@ -205,7 +191,7 @@ void Coordinator::want(bool stop, const std::string& why, Steady::time_point now
   }
   round_.emplace(next_seq_++, world_size_, stop);
   round_started_ = now;
-  if (stop) exp::record_event("stop_requested", why);
+  if (stop) control_.record_event("stop_requested", why);
   round_why_ = why;
   round_deadline_ = now + job_.grace;
   target_sent_ = false;
@@ -272,7 +258,7 @@ void Coordinator::end_run(RunEnd end, int code, const std::string& why, Steady::
   if (end == RunEnd::failed) {
     log(LogLevel::error, "{}: stopping all ranks", why);
     // The launcher hears of the culprit before the step can end (see format_culprit).
-    if (job_.under_launcher && culprit_) report_culprit(job_, *culprit_);
+    if (job_.under_launcher && culprit_) control_.report_culprit(*culprit_);
     // Under the job-level launcher every rank ends with one code that says "failed",
     // whatever the program's (a program's 75 or 143 must not read as a stop), and the
     // launcher decides: restart guard, nodes, a new step or a requeue.
@@ -285,27 +271,26 @@ void Coordinator::end_run(RunEnd end, int code, const std::string& why, Steady::
     }
     broadcast_(end_message(job_.under_launcher ? kExitRestartStep : code, why));
     if (job_.under_launcher) {
-      report_lost_node(job_, lost_node_);
+      control_.report_lost_node(lost_node_);
       set_phase(JobPhase::failed, why, now);
-      exp::record_event(tracking_event(JobPhase::failed), why);
-      run_.ended = WallClock::now();
+      control_.record_event(tracking_event(JobPhase::failed), why);
+      run_.ended = control_.wall_now();
       run_.end = tracking_event(JobPhase::failed);
       save_run_record();
       return;
     }
   }
-  const RunOutcome out = conclude_run(
-      job_, options_.max_stalled_restarts, end, code, why, ckpt_at_start_,
+  const RunOutcome out = control_.conclude_run(
+      end, code, why, ckpt_at_start_,
       [&](JobPhase phase, const std::string& detail) { set_phase(phase, detail, now); }, lost_node_,
-      false,
-      end == RunEnd::failed ? std::optional(judge_run_culprit(job_, culprit_)) : std::nullopt);
+      end == RunEnd::failed ? std::optional(control_.judge_culprit(culprit_)) : std::nullopt);
   if (out.newest_ckpt && (!ckpt_step_ || *out.newest_ckpt > *ckpt_step_)) {
-    exp::record_checkpoint(*out.newest_ckpt, job_.ckpt_dir, ckpt::step_dir_name(*out.newest_ckpt));
+    control_.record_checkpoint(*out.newest_ckpt);
     ckpt_step_ = out.newest_ckpt;
-    ckpt_time_ = WallClock::now();
+    ckpt_time_ = control_.wall_now();
   }
-  exp::record_event(tracking_event(out.phase), out.detail.empty() ? why : out.detail);
-  run_.ended = WallClock::now();
+  control_.record_event(tracking_event(out.phase), out.detail.empty() ? why : out.detail);
+  run_.ended = control_.wall_now();
   run_.end = tracking_event(out.phase);
   save_run_record();
   if (end != RunEnd::failed) broadcast_(end_message(out.exit_code, why));
@@ -337,13 +322,13 @@ void Coordinator::tick(Steady::time_point now) {
         job_info_->end, save_time_.value(),
         std::chrono::duration_cast<std::chrono::milliseconds>(options_.deadline_margin),
         job_info_->preempted_at);
-    if (when && WallClock::now() >= *when) {
+    const WallClock::time_point wall = control_.wall_now();
+    if (when && wall >= *when) {
       deadline_fired_ = true;
       want(true,
            fmt::format(
                "deadline (the job ends in {}s; a checkpoint takes about {}s)",
-               std::chrono::duration_cast<std::chrono::seconds>(*job_info_->end - WallClock::now())
-                   .count(),
+               std::chrono::duration_cast<std::chrono::seconds>(*job_info_->end - wall).count(),
                std::chrono::duration_cast<std::chrono::seconds>(save_time_.value()).count()),
            now);
     }
@@ -354,11 +339,11 @@ void Coordinator::tick(Steady::time_point now) {
     next_periodic_.reset();
     want(false, "periodic checkpoint (--dl-ckpt-every)", now);
   }
-  const std::int64_t done = own_.page().done_step.load(std::memory_order_acquire);
+  const std::int64_t done = control_.progress().done_step;
   if (done >= 0 && (!ckpt_step_ || done > *ckpt_step_)) {
-    exp::record_checkpoint(done, job_.ckpt_dir, ckpt::step_dir_name(done));
+    control_.record_checkpoint(done);
     ckpt_step_ = done;
-    ckpt_time_ = WallClock::now();
+    ckpt_time_ = control_.wall_now();
   }
   if (now >= next_status_) {
     update_status(now, false);
@@ -370,10 +355,10 @@ void Coordinator::tick(Steady::time_point now) {
 
 void Coordinator::record_gpu_metrics(Steady::time_point now) {
   const auto g = gpu_.figures(now);
-  const std::int64_t step = own_.page().step.load(std::memory_order_acquire);
+  const std::int64_t step = control_.progress().step;
   if (!g || step < 0) return;
-  exp::record_metrics(step, {{"gpu_util", g->util},
-                             {"gpu_mem_gib", static_cast<double>(g->mem_used) / (1u << 30)}});
+  control_.record_metrics(step, {{"gpu_util", g->util},
+                                 {"gpu_mem_gib", static_cast<double>(g->mem_used) / (1u << 30)}});
 }
 
 void Coordinator::check_idle(Steady::time_point now) {
@@ -421,24 +406,24 @@ void Coordinator::update_status(Steady::time_point now, bool urgent) {
   Status s;
   s.phase = phase_;
   s.detail = phase_detail_;
-  const std::int64_t step = own_.page().step.load(std::memory_order_acquire);
-  if (step >= 0) s.step = step;
+  const ProgramProgress p = control_.progress();
+  if (p.step >= 0) s.step = p.step;
   if (ckpt_step_) {
     s.ckpt_step = ckpt_step_;
-    s.ckpt_age = std::chrono::duration_cast<std::chrono::seconds>(WallClock::now() - ckpt_time_);
+    s.ckpt_age = std::chrono::duration_cast<std::chrono::seconds>(control_.wall_now() - ckpt_time_);
   }
   s.gpu = gpu_.figures(now);
   if (job_.restart_count > 0) s.restarts = job_.restart_count;
-  if (const auto m = own_.read_metrics(); m && !m->text.empty()) {
-    s.metrics = m->text;
-    s.metrics_step = m->step;
+  if (p.metrics && !p.metrics->second.empty()) {
+    s.metrics = p.metrics->second;
+    s.metrics_step = p.metrics->first;
   }
   const std::string text = format_status(s);
   if (!limiter_.allow(now, text, urgent)) return;
   log(LogLevel::info, "{}", text);
-  if (!job_.job || !job_info_ || job_.comment_frozen || !slurm::status_comments()) return;
+  if (!job_.job || !job_info_ || job_.comment_frozen || !control_.status_comments()) return;
   try {
-    if (!slurm::set_comment(*job_.job, merge_comment(comment_prefix_, text))) {
+    if (!control_.set_comment(*job_.job, merge_comment(comment_prefix_, text))) {
       log(LogLevel::verbose, "the job has ended: its comment stays as it is");
     }
   } catch (const std::exception& e) {

@@ -1,6 +1,7 @@
 // Rank 0's role: it runs the checkpoint rounds (launcher/agreement.h), turns signals,
 // deadlines and failures into one decision for the whole job, talks to Slurm (status
-// line, requeue, hold) and tells every rank how to end.
+// line, requeue, hold) through a JobControl (launcher/job_control.h) and tells every
+// rank how to end. Time comes in as arguments: the unit tests drive it with a fake clock.
 #pragma once
 
 #include <chrono>
@@ -12,15 +13,14 @@
 
 #include "core/deadline.h"
 #include "launcher/agreement.h"
-#include "launcher/channel_file.h"
 #include "launcher/control.h"
 #include "launcher/gpu_usage.h"
+#include "launcher/job_control.h"
+#include "launcher/job_info.h"
 #include "launcher/restart.h"
-#include "launcher/resume.h"
+#include "launcher/run_settings.h"
 #include "launcher/run_stats.h"
-#include "launcher/slurm_job.h"
 #include "launcher/status.h"
-#include "launcher/supervisor.h"
 
 namespace dl {
 
@@ -30,9 +30,14 @@ class Coordinator {
   // Sends a message to every rank, rank 0 included.
   using Broadcast = std::function<void(const Message&)>;
 
+  // The checkpoint this run resumed from.
+  struct Resumed {
+    std::int64_t step;
+    WallClock::time_point written;
+  };
+
   Coordinator(const SupervisorOptions& options, const JobSettings& job, std::uint32_t world_size,
-              std::optional<ResumePoint> resume, const ChannelFile& own_channel,
-              Broadcast broadcast);
+              std::optional<Resumed> resume, JobControl& control, Broadcast broadcast);
 
   // After the program started: reads the job (end time, comment) and the restart history.
   void start(Steady::time_point now);
@@ -64,8 +69,7 @@ class Coordinator {
   // --gpu-idle-action=requeue stops a preemptible job whose GPUs sit idle.
   void check_idle(Steady::time_point now);
   void set_phase(JobPhase phase, std::string detail, Steady::time_point now);
-  // Writes this run's record for dl-stats (launcher/run_stats.h); a failure is logged once
-  // and the run goes on without it.
+  // Writes this run's record for dl-stats (launcher/run_stats.h).
   void save_run_record();
   // The GPUs' utilization and memory now, as metrics of the current step of the trial
   // (with --dl-experiment), at each status update.
@@ -74,7 +78,7 @@ class Coordinator {
   SupervisorOptions options_;
   JobSettings job_;
   std::uint32_t world_size_;
-  const ChannelFile& own_;
+  JobControl& control_;
   Broadcast broadcast_;
   std::function<void(std::uint32_t, const Message&)> send_to_;
 
@@ -111,8 +115,7 @@ class Coordinator {
   bool idle_flagged_ = false;
   bool idle_requeued_ = false;  // --gpu-idle-action=requeue has asked for the stop
   WallClock::time_point ckpt_time_;
-  RunRecord run_;           // this run, for dl-stats
-  std::string stats_root_;  // where its record goes; empty: nowhere
+  RunRecord run_;  // this run, for dl-stats
 };
 
 }  // namespace dl

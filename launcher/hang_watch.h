@@ -19,13 +19,10 @@
 
 #include "client/channel.h"
 #include "launcher/control.h"
+#include "launcher/run_settings.h"
 #include "launcher/watchdog.h"
 
 namespace dl {
-
-// dlrun's exit code when the run ended because the watchdog declared it hung (as
-// timeout(1)'s).
-inline constexpr int kExitHung = 124;
 
 // The stacks of a process and its threads: native frames (gdb in batch mode) and, for a
 // Python interpreter, Python frames (gdb's python extension from python3-dbg). gdb is

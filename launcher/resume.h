@@ -9,20 +9,13 @@
 
 #include "core/deadline.h"
 #include "launcher/restart.h"
+#include "launcher/run_settings.h"
 #include "launcher/slurm_job.h"
 
 namespace dl {
 
-// How much of a checkpoint is checked (dl::ckpt::Verify): quick reads the manifest and
-// sizes; metadata also each shard's HDF5 metadata; full every dataset's checksum.
-enum class CheckLevel { quick = 0, metadata = 1, full = 2 };
-
 // "quick", "metadata" or "full"; throws dl::InputError naming the option otherwise.
 CheckLevel parse_check_level(const std::string& option, const std::string& text);
-
-// What the restart guard asks of a checkpoint before it counts as progress: every
-// checksum, so that a checkpoint with corrupt data never resets the stalled-run count.
-inline constexpr CheckLevel kProgressCheck = CheckLevel::full;
 
 struct ResumePoint {
   std::string path;   // the step directory

@@ -8,22 +8,12 @@
 #include <optional>
 #include <string>
 
+#include "launcher/job_control.h"
 #include "launcher/restart.h"
 #include "launcher/status.h"
 #include "launcher/supervisor.h"
 
 namespace dl {
-
-struct RunOutcome {
-  int exit_code = 0;  // for every rank's dlrun
-  JobPhase phase = JobPhase::completed;
-  std::string detail;                       // for the status line
-  std::optional<std::int64_t> newest_ckpt;  // the newest checkpoint now
-  bool restart_here = false;                // restart inside the allocation (see `in_allocation`)
-};
-
-// Shows a phase in the job's status line before the job goes back to the queue.
-using ShowStatus = std::function<void(JobPhase, const std::string& detail)>;
 
 // `code` is the program's exit code for a failure; `why` says what ended the run;
 // `ckpt_at_start` is the step the run resumed from. `lost_node`: the node of a rank whose

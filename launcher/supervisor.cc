@@ -26,6 +26,7 @@
 #include "launcher/channel_file.h"
 #include "launcher/control.h"
 #include "launcher/coordinator.h"
+#include "launcher/dlrun_job_control.h"
 #include "launcher/hang_watch.h"
 #include "launcher/launch.h"
 #include "launcher/nvml.h"
@@ -182,6 +183,7 @@ class Supervisor {
   std::optional<Connection> up_;
   // Rank 0: the other ranks, and messages between rank 0's two roles.
   std::vector<std::unique_ptr<Connection>> peers_;
+  std::unique_ptr<DlrunJobControl> control_;
   std::unique_ptr<Coordinator> coordinator_;
   std::deque<Message> to_coordinator_;
   std::deque<Message> to_self_;
@@ -202,9 +204,12 @@ int Supervisor::run() {
   }
   start_program();
   if (coordinator_rank_) {
+    control_ = std::make_unique<DlrunJobControl>(job_, options_.max_stalled_restarts, *channel_);
+    std::optional<Coordinator::Resumed> resumed;
+    if (boot_.resume) resumed = Coordinator::Resumed{boot_.resume->step, boot_.resume->written};
     coordinator_ =
-        std::make_unique<Coordinator>(options_, job_, boot_.layout.world_size, boot_.resume,
-                                      *channel_, [this](const Message& m) { broadcast(m); });
+        std::make_unique<Coordinator>(options_, job_, boot_.layout.world_size, resumed, *control_,
+                                      [this](const Message& m) { broadcast(m); });
     coordinator_->set_send_to([this](std::uint32_t rank, const Message& m) { send_to(rank, m); });
     coordinator_->set_node(0, boot_.rendezvous.node);
     for (const auto& c : peers_) {
