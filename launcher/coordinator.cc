@@ -280,10 +280,15 @@ void Coordinator::end_run(RunEnd end, int code, const std::string& why, Steady::
       return;
     }
   }
+  RunEnding ending;
+  ending.end = end;
+  ending.code = code;
+  ending.why = why;
+  ending.ckpt_at_start = ckpt_at_start_;
+  ending.lost_node = lost_node_;
+  if (end == RunEnd::failed) ending.verdict = control_.judge_culprit(culprit_);
   const RunOutcome out = control_.conclude_run(
-      end, code, why, ckpt_at_start_,
-      [&](JobPhase phase, const std::string& detail) { set_phase(phase, detail, now); }, lost_node_,
-      end == RunEnd::failed ? std::optional(control_.judge_culprit(culprit_)) : std::nullopt);
+      ending, [&](JobPhase phase, const std::string& detail) { set_phase(phase, detail, now); });
   if (out.newest_ckpt && (!ckpt_step_ || *out.newest_ckpt > *ckpt_step_)) {
     control_.record_checkpoint(*out.newest_ckpt);
     ckpt_step_ = out.newest_ckpt;

@@ -41,12 +41,8 @@ bool DlrunJobControl::set_comment(const slurm::JobRef& job, const std::string& c
 
 bool DlrunJobControl::status_comments() { return slurm::status_comments(); }
 
-RunOutcome DlrunJobControl::conclude_run(RunEnd end, int code, const std::string& why,
-                                         std::optional<std::int64_t> ckpt_at_start,
-                                         const ShowStatus& show, const std::string& lost_node,
-                                         const std::optional<CulpritVerdict>& verdict) {
-  return dl::conclude_run(job_, max_stalled_restarts_, end, code, why, ckpt_at_start, show,
-                          lost_node, false, verdict);
+RunOutcome DlrunJobControl::conclude_run(const RunEnding& ending, const ShowStatus& show) {
+  return dl::conclude_run(job_, max_stalled_restarts_, ending, show);
 }
 
 CulpritVerdict DlrunJobControl::judge_culprit(const std::optional<Culprit>& culprit) {

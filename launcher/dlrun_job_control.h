@@ -22,10 +22,7 @@ class DlrunJobControl final : public JobControl {
   slurm::JobInfo load_job(const slurm::JobRef& job) override;
   bool set_comment(const slurm::JobRef& job, const std::string& comment) override;
   bool status_comments() override;
-  RunOutcome conclude_run(RunEnd end, int code, const std::string& why,
-                          std::optional<std::int64_t> ckpt_at_start, const ShowStatus& show,
-                          const std::string& lost_node,
-                          const std::optional<CulpritVerdict>& verdict) override;
+  RunOutcome conclude_run(const RunEnding& ending, const ShowStatus& show) override;
   CulpritVerdict judge_culprit(const std::optional<Culprit>& culprit) override;
   void report_culprit(const Culprit& culprit) override;
   void report_lost_node(const std::string& node) override;

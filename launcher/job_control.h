@@ -28,6 +28,19 @@ struct RunOutcome {
   bool restart_here = false;                // restart inside the allocation
 };
 
+// How a run ended, for conclude_run.
+struct RunEnding {
+  RunEnd end = RunEnd::completed;
+  int code = 0;                               // the program's exit code, for a failure
+  std::string why;                            // what ended the run
+  std::optional<std::int64_t> ckpt_at_start;  // the step the run resumed from
+  // The node of a rank whose dlrun went away; empty otherwise.
+  std::string lost_node;
+  // dlrun's job-level launcher can start a failed run again inside the allocation.
+  bool in_allocation = false;
+  std::optional<CulpritVerdict> verdict;  // a failed run's culprit
+};
+
 // Shows a phase in the job's status line before the job goes back to the queue.
 using ShowStatus = std::function<void(JobPhase, const std::string& detail)>;
 
@@ -52,10 +65,7 @@ class JobControl {
   virtual bool status_comments() = 0;
 
   // The end of a run and the verdict on a failed run's culprit (launcher/run_end.h).
-  virtual RunOutcome conclude_run(RunEnd end, int code, const std::string& why,
-                                  std::optional<std::int64_t> ckpt_at_start, const ShowStatus& show,
-                                  const std::string& lost_node,
-                                  const std::optional<CulpritVerdict>& verdict) = 0;
+  virtual RunOutcome conclude_run(const RunEnding& ending, const ShowStatus& show) = 0;
   virtual CulpritVerdict judge_culprit(const std::optional<Culprit>& culprit) = 0;
   // Under the job-level launcher: what made the step fail, and a node whose ranks were lost.
   virtual void report_culprit(const Culprit& culprit) = 0;

@@ -418,11 +418,17 @@ RecoveryOutcome Launcher::recover(int code, const StepShape& shape) {
     plan = plan_recovery(shape, {}, s_.elastic);
   }
   if (!plan.dead.empty()) log(LogLevel::info, "{}", plan.why);
-  const std::string why = fmt::format("step failed (exit code {})", code);
-  const RunOutcome out = conclude_run(
-      s_.job, s_.max_stalled_restarts, RunEnd::failed, code, why, ckpt_at_start_,
-      [this](JobPhase phase, const std::string& detail) { show(phase, detail); },
-      plan.dead.empty() ? std::string() : plan.dead.front(), plan.in_allocation, verdict);
+  RunEnding ending;
+  ending.end = RunEnd::failed;
+  ending.code = code;
+  ending.why = fmt::format("step failed (exit code {})", code);
+  ending.ckpt_at_start = ckpt_at_start_;
+  if (!plan.dead.empty()) ending.lost_node = plan.dead.front();
+  ending.in_allocation = plan.in_allocation;
+  ending.verdict = verdict;
+  const RunOutcome out =
+      conclude_run(s_.job, s_.max_stalled_restarts, ending,
+                   [this](JobPhase phase, const std::string& detail) { show(phase, detail); });
   r.exit_code = out.exit_code;
   if (!out.restart_here) return r;
   ckpt_at_start_ = out.newest_ckpt;

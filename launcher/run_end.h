@@ -15,30 +15,22 @@
 
 namespace dl {
 
-// `code` is the program's exit code for a failure; `why` says what ended the run;
-// `ckpt_at_start` is the step the run resumed from. `lost_node`: the node of a rank whose
-// dlrun went away (empty otherwise). When that node's slurmd does not answer either, the
-// node has failed, and slurmctld does not know yet (it waits SlurmdTimeout). A requeue
-// then would leave the job completing on the dead node until slurmctld gives up on it,
-// after which Slurm 22.05 loses the GPUs of the job's next allocation ("gres/gpu: ...
-// node offset invalid" in slurmctld's log; the next run's srun fails with "Invalid
-// generic resource"). So the failed node is first removed from the job (as `scontrol
-// update JobId= NodeList=` does), then the job is requeued held, and one update adds
-// the node to its ExcNodeList and releases it: the next run cannot land on the node
-// before Slurm marks it DOWN, and need not wait for that.
-// When the failed node ran the batch script, Slurm requeues the job itself.
-// `in_allocation` (dlrun's job-level launcher, after a failed step it can start again):
-// where the guard would requeue a failure, the history is kept the same way but the job
-// is not requeued; the outcome says restart_here and the phase is RESTARTING.
-// `verdict` (a failed run; see judge_run_culprit): its culprits go into the history the
-// next run starts from; a node it excludes leaves the job as a failed node does (requeued
-// held, added to ExcNodeList, released), though its slurmd answers. The job-level
-// launcher takes such a node out of the job itself when the job can go on without it.
-RunOutcome conclude_run(const JobSettings& job, std::uint32_t max_stalled_restarts, RunEnd end,
-                        int code, const std::string& why, std::optional<std::int64_t> ckpt_at_start,
-                        const ShowStatus& show, const std::string& lost_node = {},
-                        bool in_allocation = false,
-                        const std::optional<CulpritVerdict>& verdict = std::nullopt);
+// Carries out the end of a run as plan_run_end (launcher/run_end_plan.h) decides it from
+// the job's restart history, its newest checkpoint and whether it can be requeued, and
+// tells Slurm. When `ending.lost_node`'s slurmd does not answer either, the node has
+// failed, and slurmctld does not know yet (it waits SlurmdTimeout). A requeue then would
+// leave the job completing on the dead node until slurmctld gives up on it, after which
+// Slurm 22.05 loses the GPUs of the job's next allocation ("gres/gpu: ... node offset
+// invalid" in slurmctld's log; the next run's srun fails with "Invalid generic
+// resource"). So the failed node is first removed from the job (as `scontrol update
+// JobId= NodeList=` does), then the job is requeued held, and one update adds the node to
+// its ExcNodeList and releases it: the next run cannot land on the node before Slurm
+// marks it DOWN, and need not wait for that. When the failed node ran the batch script,
+// Slurm requeues the job itself. A node the verdict excludes leaves the job the same way,
+// though its slurmd answers (the job-level launcher takes such a node out of the job
+// itself when the job can go on without it).
+RunOutcome conclude_run(const JobSettings& job, std::uint32_t max_stalled_restarts,
+                        const RunEnding& ending, const ShowStatus& show);
 
 // The verdict on the culprit of a failed run (judge_culprit) against the culprits of the
 // job's earlier failures: those in its restart history, or `remembered` when the job has

@@ -658,17 +658,17 @@ void Supervisor::lost_rank0(const std::string& why) {
   // Rank 0's dlrun is gone, with its program (PR_SET_PDEATHSIG), and nobody else would
   // requeue the job: rank 1 stands in, with the same decision rank 0 would have made.
   if (rank_ != 1) return;
-  const std::optional<std::int64_t> resumed = boot_.rendezvous.resume_step >= 0
-                                                  ? std::optional(boot_.rendezvous.resume_step)
-                                                  : std::nullopt;
-  conclude_run(
-      job_, options_.max_stalled_restarts, RunEnd::failed, kExitLost,
-      fmt::format("lost rank 0 ({})", why), resumed,
-      [this](JobPhase phase, const std::string& detail) {
-        show_status_without_rank0(phase, detail);
-      },
-      boot_.rendezvous.node, false,
-      judge_run_culprit(job_, Culprit{boot_.rendezvous.node, 0, CulpritKind::lost}));
+  RunEnding ending;
+  ending.end = RunEnd::failed;
+  ending.code = kExitLost;
+  ending.why = fmt::format("lost rank 0 ({})", why);
+  if (boot_.rendezvous.resume_step >= 0) ending.ckpt_at_start = boot_.rendezvous.resume_step;
+  ending.lost_node = boot_.rendezvous.node;
+  ending.verdict = judge_run_culprit(job_, Culprit{boot_.rendezvous.node, 0, CulpritKind::lost});
+  conclude_run(job_, options_.max_stalled_restarts, ending,
+               [this](JobPhase phase, const std::string& detail) {
+                 show_status_without_rank0(phase, detail);
+               });
 }
 
 void Supervisor::show_status_without_rank0(JobPhase phase, const std::string& detail) {

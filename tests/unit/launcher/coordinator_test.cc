@@ -24,15 +24,7 @@ class FakeJobControl final : public JobControl {
   slurm::JobInfo job;
   bool job_readable = true;
   std::vector<std::string> comments;
-  struct Conclusion {
-    RunEnd end;
-    int code;
-    std::string why;
-    std::optional<std::int64_t> ckpt_at_start;
-    std::string lost_node;
-    std::optional<CulpritVerdict> verdict;
-  };
-  std::vector<Conclusion> concluded;
+  std::vector<RunEnding> concluded;
   RunOutcome outcome;  // what conclude_run returns
   std::vector<Culprit> judged;
   std::vector<Culprit> reported_culprits;
@@ -52,11 +44,8 @@ class FakeJobControl final : public JobControl {
     return true;
   }
   bool status_comments() override { return true; }
-  RunOutcome conclude_run(RunEnd end, int code, const std::string& why,
-                          std::optional<std::int64_t> ckpt_at_start, const ShowStatus&,
-                          const std::string& lost_node,
-                          const std::optional<CulpritVerdict>& verdict) override {
-    concluded.push_back({end, code, why, ckpt_at_start, lost_node, verdict});
+  RunOutcome conclude_run(const RunEnding& ending, const ShowStatus&) override {
+    concluded.push_back(ending);
     return outcome;
   }
   CulpritVerdict judge_culprit(const std::optional<Culprit>& culprit) override {
