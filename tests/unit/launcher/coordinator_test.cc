@@ -90,6 +90,14 @@ struct Harness {
     for (std::uint32_t r = 0; r < ranks; ++r) coordinator->set_node(r, "n" + std::to_string(r));
   }
   void start() { coordinator->start(t0); }
+  // A stop ("preempted") at t0 whose round finds both ranks frozen at `step`; its seq.
+  std::uint64_t stop_frozen_at(std::int64_t step) {
+    coordinator->on_message(0, msg(MsgKind::want, 0, -1, true, 0, "preempted"), t0);
+    const std::uint64_t seq = sent.back().seq;
+    coordinator->on_message(0, msg(MsgKind::step, seq, step, true), t0);
+    coordinator->on_message(1, msg(MsgKind::step, seq, step, true), t0);
+    return seq;
+  }
   // The kinds of the messages broadcast so far.
   std::vector<MsgKind> kinds() const {
     std::vector<MsgKind> k;
@@ -139,10 +147,7 @@ TEST(Coordinator, AStopRunsOneRoundThenConcludesTheRunAsStopped) {
 TEST(Coordinator, ARankThatDoesNotCheckpointWithinTheGraceTimeEndsTheRunStopped) {
   Harness h;
   h.start();
-  h.coordinator->on_message(0, msg(MsgKind::want, 0, -1, true, 0, "preempted"), t0);
-  const std::uint64_t seq = h.sent[0].seq;
-  h.coordinator->on_message(0, msg(MsgKind::step, seq, 5, true), t0);
-  h.coordinator->on_message(1, msg(MsgKind::step, seq, 5, true), t0);
+  const std::uint64_t seq = h.stop_frozen_at(5);
   h.coordinator->on_message(0, msg(MsgKind::done, seq, 5), t0 + 1s);
   EXPECT_LE(h.coordinator->next_wakeup(t0 + 1s), t0 + 60s);
   h.coordinator->tick(t0 + 59s);
@@ -245,10 +250,7 @@ TEST(Coordinator, ARankThatFailsWhileSavingTheLastCheckpointIsAFailureNotAStop) 
   Harness h;
   h.control.outcome.phase = JobPhase::failed;
   h.start();
-  h.coordinator->on_message(0, msg(MsgKind::want, 0, -1, true, 0, "preempted"), t0);
-  const std::uint64_t seq = h.sent[0].seq;
-  h.coordinator->on_message(0, msg(MsgKind::step, seq, 7, true), t0);
-  h.coordinator->on_message(1, msg(MsgKind::step, seq, 7, true), t0);
+  const std::uint64_t seq = h.stop_frozen_at(7);
   h.coordinator->on_message(0, msg(MsgKind::done, seq, 7), t0 + 1s);
   // Rank 1's save raised: it exits non-zero before its checkpoint was done.
   h.coordinator->on_message(1, msg(MsgKind::exit, 0, -1, false, 1, "exited with 1"), t0 + 2s);
@@ -261,10 +263,7 @@ TEST(Coordinator, ARankThatFailsWhileSavingTheLastCheckpointIsAFailureNotAStop) 
 TEST(Coordinator, ARankThatExitsAfterTheStopCheckpointEndsNothing) {
   Harness h;
   h.start();
-  h.coordinator->on_message(0, msg(MsgKind::want, 0, -1, true, 0, "preempted"), t0);
-  const std::uint64_t seq = h.sent[0].seq;
-  h.coordinator->on_message(0, msg(MsgKind::step, seq, 7, true), t0);
-  h.coordinator->on_message(1, msg(MsgKind::step, seq, 7, true), t0);
+  const std::uint64_t seq = h.stop_frozen_at(7);
   h.coordinator->on_message(1, msg(MsgKind::done, seq, 7), t0 + 1s);
   h.coordinator->on_message(1, msg(MsgKind::exit, 0, -1, false, 143, "killed"), t0 + 2s);
   EXPECT_TRUE(h.control.concluded.empty());
