@@ -17,6 +17,7 @@
 #include <memory>
 
 #include "core/error.h"
+#include "core/log.h"
 
 namespace dl::net {
 namespace {
@@ -254,7 +255,8 @@ std::optional<Accepted> accept_connection(int listener) {
     if (a.fd) break;
     if (errno == EINTR || errno == ECONNABORTED || errno == EPROTO) continue;
     if (errno == EAGAIN || errno == EWOULDBLOCK) return std::nullopt;
-    fail("accept a connection on the control port");
+    log(LogLevel::verbose, "couldn't accept a connection: {}", std::strerror(errno));
+    return std::nullopt;
   }
   enable_keepalive(a.fd.get());
   char port[NI_MAXSERV];

@@ -66,7 +66,8 @@ struct Accepted {
 };
 
 // Accepts one connection from a listening socket, with keepalive; std::nullopt when
-// none is waiting any more (the peer gave up). Throws dl::SystemError on other errors.
+// none is waiting any more (the peer gave up) or accept fails (logged: a connection
+// that failed, a port scan's say, is no reason to stop a server).
 std::optional<Accepted> accept_connection(int listener);
 
 void enable_keepalive(int fd);

@@ -265,13 +265,7 @@ void Launcher::feed_stdin() {
 }
 
 void Launcher::on_report_accept() {
-  std::optional<net::Accepted> a;
-  try {
-    a = net::accept_connection(listener_->fd.get());
-  } catch (const SystemError& e) {
-    log(LogLevel::verbose, "{}", e.what());
-    return;
-  }
+  std::optional<net::Accepted> a = net::accept_connection(listener_->fd.get());
   if (!a) return;
   // Only a step's ranks know the key; a few connections at once are plenty.
   if (reports_.size() >= 16) reports_.erase(reports_.begin());
