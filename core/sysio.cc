@@ -160,6 +160,24 @@ std::string read_file_at(const Fd& dir, const std::string& name, std::size_t max
   return read_fd(open_at(dir, name, O_RDONLY | O_NONBLOCK), max_bytes);
 }
 
+bool read_available(int fd, std::string& out) {
+  char buf[65536];
+  for (;;) {
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n > 0) {
+      out.assign(buf, static_cast<std::size_t>(n));
+      return true;
+    }
+    if (n == 0) return false;
+    if (errno == EINTR) continue;
+    if (errno == EAGAIN) {
+      out.clear();
+      return true;
+    }
+    return false;
+  }
+}
+
 void write_all_at(const Fd& fd, const void* data, std::size_t n, std::uint64_t offset) {
   const char* p = static_cast<const char*>(data);
   while (n > 0) {

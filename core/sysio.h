@@ -103,6 +103,10 @@ std::string read_fd(const Fd& fd, std::size_t max_bytes);
 // The file `name` in `dir` (a symbolic link there is refused), as read_fd.
 std::string read_file_at(const Fd& dir, const std::string& name, std::size_t max_bytes);
 
+// Reads what a pipe or socket has now into `out` (empty: nothing yet, EAGAIN); false at
+// end of file or on an error.
+bool read_available(int fd, std::string& out);
+
 // Writes all `n` bytes at `offset`: retries EINTR, continues after short writes.
 void write_all_at(const Fd& fd, const void* data, std::size_t n, std::uint64_t offset);
 

@@ -33,6 +33,7 @@
 #include "launcher/pmix_session.h"
 #include "launcher/program.h"
 #include "launcher/rank_log.h"
+#include "launcher/rank_server.h"
 #include "launcher/recovery.h"
 #include "launcher/run_end.h"
 #include "launcher/status.h"
@@ -43,37 +44,9 @@ namespace {
 using Steady = std::chrono::steady_clock;
 using namespace std::chrono_literals;
 
-// Every rank's dlrun connects to rank 0 right after the fence; this is generous.
-constexpr auto kConnectTimeout = 60s;
 // After END, rank 0 waits this long beyond kill_wait for the other ranks to hang up, so
 // that its last message is not lost when it exits.
 constexpr auto kHangupWait = 5s;
-// A rank sends its HELLO as soon as it connects; a connection that has not within this
-// time is not a rank, or one that cannot work anyway.
-constexpr auto kStrangerTimeout = 10s;
-// At most this many connections wait for their HELLO at once (the oldest is closed).
-constexpr std::size_t kMaxStrangers = 64;
-// A HELLO is well below this; a first line that is longer is not one.
-constexpr std::size_t kMaxHello = 512;
-
-// Reads what is available; returns false at end of file. EAGAIN counts as "nothing now".
-bool read_some(int fd, std::string& out) {
-  char buf[65536];
-  for (;;) {
-    const ssize_t n = read(fd, buf, sizeof buf);
-    if (n > 0) {
-      out.assign(buf, static_cast<std::size_t>(n));
-      return true;
-    }
-    if (n == 0) return false;
-    if (errno == EINTR) continue;
-    if (errno == EAGAIN) {
-      out.clear();
-      return true;
-    }
-    return false;
-  }
-}
 
 void write_all(int fd, std::string_view data) {
   while (!data.empty()) {
@@ -86,13 +59,10 @@ void write_all(int fd, std::string_view data) {
   }
 }
 
-struct Connection {
+// Rank != 0: its connection to rank 0.
+struct Upstream {
   sys::Fd fd;
   LineBuffer in;
-  std::int64_t rank = -1;       // -1 until an authenticated HELLO
-  std::string node;             // the rank's node, from its HELLO
-  std::string peer;             // the address it connected from
-  Steady::time_point hello_by;  // closed unless it has said HELLO by then
 };
 
 // What one rank does in a checkpoint round.
@@ -120,7 +90,6 @@ class Supervisor {
 
  private:
   void start_program();
-  void accept_all_ranks();
   void connect_to_rank0();
   void start_watch();
   void loop();
@@ -132,10 +101,7 @@ class Supervisor {
   void on_rank0_readable();
   void lost_rank0(const std::string& why);
   void show_status_without_rank0(JobPhase phase, const std::string& detail);
-  void on_accept();
-  void on_peer_readable(Connection& c);
-  void process_lines(Connection& c);
-  void drop_peer(Connection& c, const std::string& why);
+  void on_rank_message(std::uint32_t rank, const Message& m);
   void tick(Steady::time_point now);
 
   // This rank's side of the protocol.
@@ -180,14 +146,13 @@ class Supervisor {
   Steady::time_point hangup_deadline_;
 
   // Rank != 0: the connection to rank 0.
-  std::optional<Connection> up_;
+  std::optional<Upstream> up_;
   // Rank 0: the other ranks, and messages between rank 0's two roles.
-  std::vector<std::unique_ptr<Connection>> peers_;
+  std::optional<RankServer> ranks_;
   std::unique_ptr<DlrunJobControl> control_;
   std::unique_ptr<Coordinator> coordinator_;
   std::deque<Message> to_coordinator_;
   std::deque<Message> to_self_;
-  std::vector<bool> said_hello_;
   std::unique_ptr<HangWatch> watch_;  // --dl-watchdog
 
   // The node's first rank: the step's GPUs on this node (--gpu-interval).
@@ -198,7 +163,11 @@ class Supervisor {
 
 int Supervisor::run() {
   if (coordinator_rank_) {
-    accept_all_ranks();
+    // Every rank is connected before any program starts, so that no message of rank 0
+    // (a checkpoint round, the end of the run) can miss a rank.
+    ranks_.emplace(std::move(*boot_.control), boot_.rendezvous.secret, boot_.layout.world_size);
+    boot_.control.reset();
+    ranks_->accept_all();
   } else {
     connect_to_rank0();
   }
@@ -212,128 +181,28 @@ int Supervisor::run() {
                                       [this](const Message& m) { broadcast(m); });
     coordinator_->set_send_to([this](std::uint32_t rank, const Message& m) { send_to(rank, m); });
     coordinator_->set_node(0, boot_.rendezvous.node);
-    for (const auto& c : peers_) {
-      if (c->rank >= 0) coordinator_->set_node(static_cast<std::uint32_t>(c->rank), c->node);
-    }
+    for (const auto& [rank, node] : ranks_->nodes()) coordinator_->set_node(rank, node);
     coordinator_->start(Steady::now());
   }
   if (job_.watchdog.count() > 0) start_watch();
   if (options_.gpu_interval.count() > 0 && boot_.layout.local_rank == 0) start_gpu_sampling();
   if (coordinator_) {
-    for (auto& c : peers_) process_lines(*c);
+    RankServer::Handlers handlers;
+    handlers.message = [this](std::uint32_t rank, const Message& m) { on_rank_message(rank, m); };
+    handlers.lost = [this](std::uint32_t rank, const std::string& node, const std::string& why) {
+      coordinator_->on_rank_lost(rank, node, why, Steady::now());
+    };
+    ranks_->start(std::move(handlers));
   }
   loop();
   boot_.pmix.reset();
   return *end_code_;
 }
 
-void Supervisor::accept_all_ranks() {
-  // Every rank is connected before any program starts, so that no message of rank 0
-  // (a checkpoint round, the end of the run) can miss a rank. They connect right after
-  // the fence: this takes about a millisecond. Anyone else may connect too (a port
-  // scan, another user): such a connection is closed, unheard, when its first line is
-  // not a HELLO with the step's secret, when it does not send one within
-  // kStrangerTimeout, or when all ranks are in, and the job carries on.
-  said_hello_.assign(boot_.layout.world_size, false);
-  said_hello_[0] = true;
-  const auto deadline = Steady::now() + kConnectTimeout;
-  const auto all = [&] {
-    return std::all_of(said_hello_.begin(), said_hello_.end(), [](bool b) { return b; });
-  };
-  const auto drop_stranger = [&](Connection& c, const std::string& why) {
-    log(LogLevel::warning, "closed a connection to the control port from {}: {}", c.peer, why);
-    c.fd.reset();
-  };
-  while (!all()) {
-    const auto now = Steady::now();
-    const auto left = deadline - now;
-    if (left <= Steady::duration::zero()) {
-      std::string missing;
-      for (std::uint32_t r = 0; r < said_hello_.size(); ++r) {
-        if (!said_hello_[r]) missing += fmt::format("{}{}", missing.empty() ? "" : ",", r);
-      }
-      throw SystemError(
-          fmt::format("rank(s) {} did not connect to rank 0 within {}s", missing,
-                      std::chrono::duration_cast<std::chrono::seconds>(kConnectTimeout).count()));
-    }
-    auto wake = deadline;
-    for (auto& c : peers_) {
-      if (!c->fd || c->rank >= 0) continue;
-      if (now >= c->hello_by) {
-        drop_stranger(*c, "no HELLO in time");
-      } else {
-        wake = std::min(wake, c->hello_by);
-      }
-    }
-    peers_.erase(std::remove_if(peers_.begin(), peers_.end(), [](const auto& c) { return !c->fd; }),
-                 peers_.end());
-    std::vector<pollfd> fds{{boot_.control->fd.get(), POLLIN, 0}};
-    for (const auto& c : peers_) fds.push_back({c->fd.get(), POLLIN, 0});
-    const int n =
-        poll(fds.data(), fds.size(),
-             static_cast<int>(
-                 std::chrono::duration_cast<std::chrono::milliseconds>(wake - now).count()) +
-                 1);
-    if (n < 0 && errno != EINTR) throw SystemError(fmt::format("poll: {}", std::strerror(errno)));
-    if (n <= 0) continue;
-    for (std::size_t i = 1; i < fds.size(); ++i) {
-      if (fds[i].revents == 0) continue;
-      Connection& c = *peers_[i - 1];
-      std::string data;
-      const bool open = read_some(c.fd.get(), data);
-      if (c.rank >= 0) {
-        // A rank's: only its HELLO is read here; a rank may already have sent more (its
-        // program may even have exited), which waits in the buffer for the coordinator.
-        if (!open)
-          throw SystemError(fmt::format("rank {} hung up before its program started", c.rank));
-        c.in.append(data);
-        continue;
-      }
-      if (!open) {
-        drop_stranger(c, "hung up before saying which rank it is");
-        continue;
-      }
-      try {
-        c.in.append(data);
-      } catch (const SystemError& e) {
-        drop_stranger(c, e.what());
-        continue;
-      }
-      const auto line = c.in.next_line();
-      if (!line) {
-        if (c.in.pending() > kMaxHello) drop_stranger(c, "a first line too long for a HELLO");
-        continue;
-      }
-      HelloCheck check = check_hello(*line, boot_.rendezvous.secret, boot_.layout.world_size);
-      if (!check.hello) {
-        drop_stranger(c, check.why);
-        continue;
-      }
-      // Only the step's ranks know the secret: a second HELLO for a rank is a bug.
-      if (said_hello_[check.hello->rank]) {
-        throw SystemError(fmt::format("rank {} connected twice", check.hello->rank));
-      }
-      said_hello_[check.hello->rank] = true;
-      c.rank = check.hello->rank;
-      c.node = check.hello->text;
-    }
-    if (fds[0].revents != 0) on_accept();
-  }
-  // The ranks are in: nobody else is let in, or heard.
-  boot_.control.reset();
-  for (auto& c : peers_) {
-    if (c->fd && c->rank < 0) drop_stranger(*c, "not a rank of this step");
-  }
-  peers_.erase(std::remove_if(peers_.begin(), peers_.end(), [](const auto& c) { return !c->fd; }),
-               peers_.end());
-}
-
 void Supervisor::connect_to_rank0() {
   const Rendezvous& r = boot_.rendezvous;
-  Connection c;
-  c.fd = net::connect_tcp(r.master_addr, r.control_port, 10s);
-  c.rank = 0;
-  up_ = std::move(c);
+  up_.emplace();
+  up_->fd = net::connect_tcp(r.master_addr, r.control_port, 10s);
   Message hello;
   hello.kind = MsgKind::hello;
   hello.rank = rank_;
@@ -355,15 +224,7 @@ void Supervisor::start_watch() {
   HangWatch::Hooks hooks;
   hooks.send_up = [this](const Message& m) { send_up(m); };
   hooks.send_to_rank = [this](std::uint32_t rank, const Message& m) {
-    for (auto& c : peers_) {
-      if (c->fd && c->rank == static_cast<std::int64_t>(rank)) {
-        try {
-          net::send_all(c->fd.get(), format_message(m));
-        } catch (const SystemError& e) {
-          log(LogLevel::verbose, "rank {}: {}", rank, e.what());
-        }
-      }
-    }
+    if (ranks_) ranks_->send(rank, m);
   };
   // A hang ends the run exactly as a failure of the stalled rank's program does.
   hooks.fail = [this](std::uint32_t rank, const std::string& how) {
@@ -382,7 +243,9 @@ void Supervisor::start_watch() {
       fmt::format("{}.{}", job_.job ? job_.job->to_string() : "0", job_.restart_count),
       std::move(hooks));
   watch_->set_node(0, boot_.rendezvous.node);
-  for (const auto& c : peers_) watch_->set_node(static_cast<std::uint32_t>(c->rank), c->node);
+  if (ranks_) {
+    for (const auto& [rank, node] : ranks_->nodes()) watch_->set_node(rank, node);
+  }
 }
 
 void Supervisor::start_program() {
@@ -454,26 +317,11 @@ void Supervisor::send_to(std::uint32_t rank, const Message& m) {
     to_self_.push_back(m);
     return;
   }
-  for (auto& c : peers_) {
-    if (!c->fd || c->rank != static_cast<std::int64_t>(rank)) continue;
-    try {
-      net::send_all(c->fd.get(), format_message(m));
-    } catch (const SystemError& e) {
-      log(LogLevel::verbose, "rank {}: {}", rank, e.what());
-    }
-  }
+  if (ranks_) ranks_->send(rank, m);
 }
 
 void Supervisor::broadcast(const Message& m) {
-  const std::string line = format_message(m);
-  for (auto& c : peers_) {
-    if (c->rank < 0 || !c->fd) continue;
-    try {
-      net::send_all(c->fd.get(), line);
-    } catch (const SystemError& e) {
-      log(LogLevel::verbose, "rank {}: {}", c->rank, e.what());
-    }
-  }
+  if (ranks_) ranks_->broadcast(m);
   to_self_.push_back(m);
 }
 
@@ -614,7 +462,7 @@ void Supervisor::on_program_exit(int status) {
 
 void Supervisor::on_program_output(sys::Fd& pipe, LinePrefixer& prefixer) {
   std::string data;
-  if (!read_some(pipe.get(), data)) {
+  if (!sys::read_available(pipe.get(), data)) {
     prefixer.finish();
     pipe.reset();
     return;
@@ -624,7 +472,7 @@ void Supervisor::on_program_output(sys::Fd& pipe, LinePrefixer& prefixer) {
 
 void Supervisor::on_rank0_readable() {
   std::string data;
-  if (!read_some(up_->fd.get(), data)) {
+  if (!sys::read_available(up_->fd.get(), data)) {
     up_.reset();
     if (!end_code_) lost_rank0("its dlrun hung up");
     return;
@@ -675,69 +523,9 @@ void Supervisor::show_status_without_rank0(JobPhase phase, const std::string& de
   slurm::show_phase(job_.job, phase, detail);
 }
 
-void Supervisor::on_accept() {
-  // A connection that is gone by now (a port scan's) is no reason to stop the job.
-  std::optional<net::Accepted> a;
-  try {
-    a = net::accept_connection(boot_.control->fd.get());
-  } catch (const SystemError& e) {
-    log(LogLevel::verbose, "{}", e.what());
-    return;
-  }
-  if (!a) return;
-  // Strangers cannot crowd the ranks out: beyond the limit, the oldest one goes.
-  const auto strangers = std::count_if(peers_.begin(), peers_.end(),
-                                       [](const auto& c) { return c->fd && c->rank < 0; });
-  if (strangers >= static_cast<std::ptrdiff_t>(kMaxStrangers)) {
-    for (auto& c : peers_) {
-      if (c->fd && c->rank < 0) {
-        log(LogLevel::warning, "closed a connection to the control port from {}: too many waiting",
-            c->peer);
-        c->fd.reset();
-        break;
-      }
-    }
-  }
-  auto c = std::make_unique<Connection>();
-  c->fd = std::move(a->fd);
-  c->peer = std::move(a->peer);
-  c->hello_by = Steady::now() + kStrangerTimeout;
-  peers_.push_back(std::move(c));
-}
-
-void Supervisor::drop_peer(Connection& c, const std::string& why) {
-  c.fd.reset();
-  if (c.rank >= 0 && coordinator_) {
-    coordinator_->on_rank_lost(static_cast<std::uint32_t>(c.rank), c.node, why, Steady::now());
-  }
-}
-
-void Supervisor::on_peer_readable(Connection& c) {
-  std::string data;
-  if (!read_some(c.fd.get(), data)) {
-    drop_peer(c, "its dlrun hung up");
-    return;
-  }
-  try {
-    c.in.append(data);
-  } catch (const SystemError& e) {
-    drop_peer(c, e.what());
-    return;
-  }
-  process_lines(c);
-}
-
-void Supervisor::process_lines(Connection& c) {
-  try {
-    while (auto line = c.in.next_line()) {
-      const Message m = parse_message(*line);
-      const auto rank = static_cast<std::uint32_t>(c.rank);
-      if (watch_ && watch_->on_message(rank, m, Steady::now())) continue;
-      coordinator_->on_message(rank, m, Steady::now());
-    }
-  } catch (const SystemError& e) {
-    drop_peer(c, e.what());
-  }
+void Supervisor::on_rank_message(std::uint32_t rank, const Message& m) {
+  if (watch_ && watch_->on_message(rank, m, Steady::now())) return;
+  coordinator_->on_message(rank, m, Steady::now());
 }
 
 void Supervisor::tick(Steady::time_point now) {
@@ -788,7 +576,7 @@ void Supervisor::loop() {
       // Rank 0 waits for the other ranks to hang up (they have its END), every rank for
       // the last of its program's output; both within bounds.
       bool open = out_pipe_ || err_pipe_;
-      for (const auto& c : peers_) open = open || (c->fd && c->rank >= 0);
+      if (ranks_) open = open || ranks_->any_open();
       if (!open || now >= hangup_deadline_) return;
     }
 
@@ -806,11 +594,7 @@ void Supervisor::loop() {
     if (out_pipe_) watch(out_pipe_.get(), [this] { on_program_output(out_pipe_, *out_prefixer_); });
     if (err_pipe_) watch(err_pipe_.get(), [this] { on_program_output(err_pipe_, *err_prefixer_); });
     if (up_) watch(up_->fd.get(), [this] { on_rank0_readable(); });
-    for (auto& c : peers_) {
-      if (!c->fd) continue;
-      Connection* conn = c.get();
-      watch(conn->fd.get(), [this, conn] { on_peer_readable(*conn); });
-    }
+    if (ranks_) ranks_->watch(watch);
 
     // Short ticks only while this rank waits on its program in a round.
     auto wake = now + 250ms;
