@@ -45,11 +45,17 @@ void write_csv(const std::string& path, const char* header, WriteRows write_rows
 void print_result(const dl::sim::Result& r, const dl::sim::Options& o, bool json) {
   if (json) {
     const nlohmann::ordered_json j = {
-        {"avg_jct_s", r.avg_jct_s},     {"p50_jct_s", r.p50_jct_s},
-        {"p95_jct_s", r.p95_jct_s},     {"avg_queue_s", r.avg_queue_s},
-        {"gpu_util", r.gpu_util},       {"idle_while_fit", r.idle_while_fit},
-        {"makespan_s", r.makespan_s},   {"split_small_jobs", r.split_small_jobs},
-        {"preemptions", r.preemptions}, {"lost_gpu_s", r.lost_gpu_s},
+        {"avg_jct_s", r.avg_jct_s},
+        {"p50_jct_s", r.p50_jct_s},
+        {"p95_jct_s", r.p95_jct_s},
+        {"avg_queue_s", r.avg_queue_s},
+        {"gpu_util", r.gpu_util},
+        {"idle_while_fit", r.idle_while_fit},
+        {"idle_while_node_fit", r.idle_while_node_fit},
+        {"makespan_s", r.makespan_s},
+        {"split_small_jobs", r.split_small_jobs},
+        {"preemptions", r.preemptions},
+        {"lost_gpu_s", r.lost_gpu_s},
     };
     std::cout << j.dump() << '\n';
     return;
@@ -61,7 +67,8 @@ void print_result(const dl::sim::Result& r, const dl::sim::Options& o, bool json
   fmt::print("  queue (to first start) avg {:.0f} s\n", r.avg_queue_s);
   fmt::print("  GPU utilization {:.3f} (first to last submit), makespan {:.0f} s\n", r.gpu_util,
              r.makespan_s);
-  fmt::print("  GPUs idle while a job that fits them waits {:.3f}\n", r.idle_while_fit);
+  fmt::print("  GPUs idle while a job that fits them waits {:.3f} (fits on one node: {:.3f})\n",
+             r.idle_while_fit, r.idle_while_node_fit);
   fmt::print("  small gangs split over nodes {}, preemptions {}, lost {:.0f} GPU-s\n",
              r.split_small_jobs, r.preemptions, r.lost_gpu_s);
 }

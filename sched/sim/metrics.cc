@@ -18,12 +18,15 @@ void Usage::remove_pending(std::uint32_t gpus) { pending_.erase(pending_.find(gp
 
 void Usage::add_used(std::int64_t gpus) { used_ += gpus; }
 
-void Usage::account(double t, std::int64_t free_gpus) {
+void Usage::account(double t, std::int64_t free_gpus, std::int64_t most_free_on_a_node) {
   const double a = std::max(last_, begin_), b = std::min(t, end_);
   if (b > a) {
     used_gpu_s_ += static_cast<double>(used_) * (b - a);
     if (!pending_.empty() && *pending_.begin() <= free_gpus) {
       idle_fit_gpu_s_ += static_cast<double>(free_gpus) * (b - a);
+    }
+    if (!pending_.empty() && *pending_.begin() <= most_free_on_a_node) {
+      idle_node_fit_gpu_s_ += static_cast<double>(free_gpus) * (b - a);
     }
   }
   last_ = std::max(last_, t);
@@ -41,6 +44,11 @@ double Usage::gpu_util(double cluster_gpus, double last_end) const {
 double Usage::idle_while_fit(double cluster_gpus, double last_end) const {
   const double c = capacity(cluster_gpus, last_end);
   return c > 0 ? idle_fit_gpu_s_ / c : 0;
+}
+
+double Usage::idle_while_node_fit(double cluster_gpus, double last_end) const {
+  const double c = capacity(cluster_gpus, last_end);
+  return c > 0 ? idle_node_fit_gpu_s_ / c : 0;
 }
 
 Result summarize(std::vector<JobOutcome> outcomes, const Usage& usage, double cluster_gpus) {
@@ -70,6 +78,7 @@ Result summarize(std::vector<JobOutcome> outcomes, const Usage& usage, double cl
   r.makespan_s = last_finish - first_submit;
   r.gpu_util = usage.gpu_util(cluster_gpus, last_finish);
   r.idle_while_fit = usage.idle_while_fit(cluster_gpus, last_finish);
+  r.idle_while_node_fit = usage.idle_while_node_fit(cluster_gpus, last_finish);
   r.outcomes = std::move(outcomes);
   return r;
 }

@@ -214,6 +214,13 @@ struct Simulator::Impl {
     ++nodes_with_free[value];
   }
 
+  std::int64_t most_free_on_a_node() const {
+    for (std::size_t g = nodes_with_free.size(); g-- > 0;) {
+      if (nodes_with_free[g] > 0) return static_cast<std::int64_t>(g);
+    }
+    return 0;
+  }
+
   std::vector<Alloc> place(const Job& j) const {
     if (free_total < j.hold) return {};
     if (o.policy == Policy::fifo_backfill) return place_fifo(free, j.hold);
@@ -663,7 +670,7 @@ struct Simulator::Impl {
       const double t = next_event_time();
       if (t == kInf) throw std::logic_error("dl-sim: pending jobs but nothing left to happen");
       if (t > until) break;
-      usage.account(t, free_total);  // the state since the last event
+      usage.account(t, free_total, most_free_on_a_node());  // the state since the last event
       now = std::max(now, t);
       bool backfill = false;
       while (next_arrival < jobs.size() && jobs[next_arrival].t.submit_s <= now) {

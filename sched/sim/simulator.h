@@ -114,6 +114,10 @@ struct Result {
   // the idle GPUs) / cluster GPUs, over the same interval: capacity a scheduler left
   // unused with work waiting (a reservation, a shape, fragmentation).
   double idle_while_fit = 0;
+  // The same, counted only while a pending job fits on one node's idle GPUs (its GPUs
+  // <= the most idle on a node): what is left once the idle GPUs only a job split over
+  // nodes could use are taken out.
+  double idle_while_node_fit = 0;
   double makespan_s = 0;               // first submit to last completion
   std::uint64_t split_small_jobs = 0;  // gangs of <= G GPUs placed over several nodes
   std::uint64_t preemptions = 0;

@@ -43,27 +43,30 @@ TEST(Metrics, UsageIntegratesBetweenTheFirstAndTheLastSubmit) {
   // 8 GPUs, submits from 0 to 100: a 4-GPU job runs from 0, an 8-GPU job waits from 0
   // (never fits), a 2-GPU job waits from 40 (fits in the 4 free GPUs) and runs from 60.
   Usage u(0, 100);
-  u.account(0, 8);
+  u.account(0, 8, 4);
   u.add_used(4);
   u.add_pending(8);
-  u.account(40, 4);
+  u.account(40, 4, 2);
   u.add_pending(2);
-  u.account(60, 4);
+  u.account(50, 4, 1);  // the 4 free GPUs are on four nodes until 50
+  u.account(60, 4, 2);
   u.remove_pending(2);
   u.add_used(2);
-  u.account(500, 2);  // past the last submit: not counted
-  // Used: 4 x 60 + 6 x 40 = 480 GPU-s; idle while the 2-GPU job fits: 4 x 20.
+  u.account(500, 2, 1);  // past the last submit: not counted
+  // Used: 4 x 60 + 6 x 40 = 480 GPU-s; idle while the 2-GPU job fits: 4 x 20; while it
+  // fits on one node: 4 x 10.
   EXPECT_DOUBLE_EQ(u.gpu_util(8, 1000), 480.0 / 800);
   EXPECT_DOUBLE_EQ(u.idle_while_fit(8, 1000), 80.0 / 800);
+  EXPECT_DOUBLE_EQ(u.idle_while_node_fit(8, 1000), 40.0 / 800);
   // The last job ended before the last submit: over [0, 50] only.
   EXPECT_DOUBLE_EQ(u.gpu_util(8, 50), 480.0 / 400);
 }
 
 TEST(Metrics, UsageOfJobsAllSubmittedAtOnceIsOverTheWholeRun) {
   Usage u(5, 5);
-  u.account(5, 8);
+  u.account(5, 8, 8);
   u.add_used(8);
-  u.account(105, 0);
+  u.account(105, 0, 0);
   u.add_used(-8);
   EXPECT_DOUBLE_EQ(u.gpu_util(8, 105), 1.0);
   EXPECT_DOUBLE_EQ(u.idle_while_fit(8, 105), 0.0);

@@ -193,6 +193,8 @@ TEST(Sim, UtilizationAndIdleGpusWhileAJobThatFitsWaits) {
   const Result r = simulate(trace, cluster(Policy::fifo_backfill, 2, 2));
   EXPECT_DOUBLE_EQ(r.gpu_util, 0.5);
   EXPECT_DOUBLE_EQ(r.idle_while_fit, 2 * 990 / 4000.0);
+  // The 2 idle GPUs are on one node, where C fits.
+  EXPECT_DOUBLE_EQ(r.idle_while_node_fit, r.idle_while_fit);
   // The tail after the last submit does not count: C runs from 1100 to 6100.
   EXPECT_DOUBLE_EQ(r.makespan_s, 6100);
 }
