@@ -1,8 +1,6 @@
-// The driver's journal replayed (exp/search_driver.h's replay and status, no Slurm): an
+// The driver's journal replayed (exp/search_journal.h's replay and status, no Slurm): an
 // in-job continuation is an operation like a promotion, its intent names the job it
 // continues in, and once recorded the job is that operation's (status: continued).
-#include "exp/search_driver.h"
-
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
@@ -11,6 +9,7 @@
 
 #include "core/sysio.h"
 #include "exp/journal.h"
+#include "exp/search_journal.h"
 #include "exp/writer.h"
 
 namespace dl::exp::search {
