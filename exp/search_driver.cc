@@ -3,7 +3,6 @@
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <signal.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -11,14 +10,12 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
-#include <limits>
 #include <set>
 #include <thread>
 
 #include "client/decision_file.h"
 #include "core/error.h"
 #include "core/private_dir.h"
-#include "core/process.h"
 #include "core/sysio.h"
 #include "exp/journal.h"
 #include "exp/lock_file.h"
@@ -31,29 +28,6 @@ using namespace dl::sys;  // files: join, open_file, list_dir, ...
 using nlohmann::json;
 
 namespace {
-
-// ---- processes: the Slurm commands, one checked wrapper ----
-
-struct Output {
-  int status = -1;  // exit code; -1 when it could not run or was killed
-  std::string out;
-  std::string err;
-};
-
-// Runs argv[0] (found on PATH) with the environment plus `env` ("NAME=value"), and
-// returns its exit code and output.
-Output run_command(const std::vector<std::string>& argv, const std::vector<std::string>& env = {}) {
-  CommandSpec spec;
-  spec.argv = argv;
-  spec.env = env;
-  const CommandResult r = dl::run_command(spec);
-  return {WIFEXITED(r.status) ? WEXITSTATUS(r.status) : -1, r.out, r.err};
-}
-
-std::string trim(std::string s) {
-  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
-  return s;
-}
 
 void say(const std::string& line) { std::fprintf(stderr, "dl-search: %s\n", line.c_str()); }
 
@@ -97,30 +71,6 @@ std::string decide(const std::string& path, const std::string& text) {
   return read_file(path, 4096);
 }
 
-// squeue's %L (time left): [days-][hours:]minutes:seconds, UNLIMITED; -1 when unknown.
-double parse_time_left(const std::string& text) {
-  if (text == "UNLIMITED") return std::numeric_limits<double>::infinity();
-  double days = 0, total = 0;
-  std::string rest = text;
-  if (const auto dash = rest.find('-'); dash != std::string::npos) {
-    days = std::atof(rest.substr(0, dash).c_str());
-    rest = rest.substr(dash + 1);
-  }
-  int parts = 0;
-  std::size_t a = 0;
-  for (;;) {
-    const std::size_t b = rest.find(':', a);
-    const std::string f = rest.substr(a, b == std::string::npos ? b : b - a);
-    if (f.empty() || f.find_first_not_of("0123456789") != std::string::npos) return -1;
-    total = total * 60 + std::atof(f.c_str());
-    ++parts;
-    if (b == std::string::npos) break;
-    a = b + 1;
-  }
-  if (parts < 2 || parts > 3) return -1;
-  return days * 86400 + total;
-}
-
 std::string job_name(const std::string& experiment, const Op& op) {
   return fmt::format("dls.{}.{}.{}", experiment, op.trial, op.index);
 }
@@ -132,39 +82,13 @@ bool active_state(const std::string& s) {
   return active.count(s) != 0;
 }
 
-struct QueueEntry {
-  std::string job, name, state, reason;
-};
-
-// The calling user's jobs that Slurm still knows, finished ones included.
-std::vector<QueueEntry> queue() {
-  const Output o = run_command({"squeue", "-h", "--states=all", "--me", "-o", "%i|%j|%T|%r"});
-  if (o.status != 0) throw SystemError("squeue failed: " + trim(o.err));
-  std::vector<QueueEntry> out;
-  std::size_t pos = 0;
-  while (pos < o.out.size()) {
-    const std::size_t nl = o.out.find('\n', pos);
-    const std::string line = o.out.substr(pos, nl == std::string::npos ? nl : nl - pos);
-    pos = nl == std::string::npos ? o.out.size() : nl + 1;
-    std::vector<std::string> f;
-    std::size_t a = 0;
-    for (;;) {
-      const std::size_t b = line.find('|', a);
-      f.push_back(line.substr(a, b == std::string::npos ? b : b - a));
-      if (b == std::string::npos) break;
-      a = b + 1;
-    }
-    if (f.size() >= 4) out.push_back({f[0], f[1], f[2], f[3]});
-  }
-  return out;
-}
-
 class Driver {
  public:
-  Driver(std::string root, Experiment e, DriveOptions options)
+  Driver(std::string root, Experiment e, DriveOptions options, SlurmJobs& slurm)
       : root_(std::move(root)),
         e_(std::move(e)),
         options_(options),
+        slurm_(slurm),
         searcher_(e_.searcher),
         store_(root_, e_.name) {}
 
@@ -294,25 +218,25 @@ class Driver {
       if (op.trial == trial && it != jobs_.end() && !it->second.empty()) mine.insert(it->second);
     }
     if (mine.empty()) return;
-    for (const auto& entry : queue()) {
-      if (mine.count(entry.job) == 0 || !active_state(entry.state)) continue;
-      std::vector<std::string> argv;
+    for (const auto& entry : slurm_.queue()) {
+      if (mine.count(entry.id) == 0 || !active_state(entry.state)) continue;
+      std::string verb, error;
       if (action == "cancel") {
-        argv = {"scancel", entry.job};
+        verb = "cancel";
+        error = slurm_.cancel(entry.id);
       } else if (action == "hold") {
         if (entry.state == "RUNNING" || entry.state == "CONFIGURING") {
-          argv = {"scontrol", "requeuehold", entry.job};
+          verb = "requeuehold";
+          error = slurm_.requeue_hold(entry.id);
         } else if (entry.state == "PENDING") {
-          argv = {"scontrol", "hold", entry.job};
+          verb = "hold";
+          error = slurm_.hold(entry.id);
         }
       } else if (entry.state == "PENDING") {
-        argv = {"scontrol", "release", entry.job};
+        verb = "release";
+        error = slurm_.release(entry.id);
       }
-      if (argv.empty()) continue;
-      const Output o = run_command(argv);
-      if (o.status != 0) {
-        say(fmt::format("{}: {} {} {}: {}", trial, argv[0], argv[1], entry.job, trim(o.err)));
-      }
+      if (!error.empty()) say(fmt::format("{}: {} {}: {}", trial, verb, entry.id, error));
     }
   }
 
@@ -320,12 +244,12 @@ class Driver {
   // name in the queue, else by a run of the trial the tracking store saw start after
   // the intent; otherwise sbatch never queued it and the operation runs again.
   void reconcile() {
-    std::vector<QueueEntry> q;
+    std::vector<QueuedJob> q;
     bool have_queue = false;
     for (const auto& op : ops_) {
       if (intent_.count(op.index) == 0 || jobs_.count(op.index) != 0) continue;
       if (!have_queue) {
-        q = queue();
+        q = slurm_.queue();
         have_queue = true;
         store_.merge();
       }
@@ -350,7 +274,7 @@ class Driver {
         continue;
       }
       for (const auto& entry : q) {
-        if (entry.name == job_name(e_.name, op)) job = entry.job;
+        if (entry.name == job_name(e_.name, op)) job = entry.id;
       }
       if (job.empty()) {
         for (const auto& t : store_.trials()) {
@@ -449,8 +373,8 @@ class Driver {
 
   void submit(const Op& op) {
     const std::string name = job_name(e_.name, op);
-    std::vector<std::string> argv = {
-        "sbatch", "--parsable", "-J", name, "--dl-experiment=" + e_.name, "--dl-trial=" + op.trial};
+    std::vector<std::string> argv = {"-J", name, "--dl-experiment=" + e_.name,
+                                     "--dl-trial=" + op.trial};
     if (op.kind == Op::Kind::resume) {
       // From its own newest checkpoint, never from scratch (dlrun verifies it).
       if (auto dir = newest_checkpoint_dir(op.trial)) {
@@ -509,11 +433,11 @@ class Driver {
     }
     append({{"kind", "search"}, {"rec", "intent"}, {"op", op.index}, {"name", name}});
     intent_[op.index] = now_seconds();
-    const Output o = run_command(argv, env_all);
-    const std::string job = trim(o.out.substr(0, o.out.find(';')));
-    if (o.status != 0 || job.empty()) {
+    const Submitted submitted = slurm_.submit(argv, env_all);
+    const std::string& job = submitted.id;
+    if (job.empty()) {
       // Not queued: the run fails like any other, within the trial's restart budget.
-      const std::string why = fmt::format("sbatch failed: {}", trim(o.err));
+      const std::string why = fmt::format("sbatch failed: {}", submitted.error);
       say(fmt::format("{}: {}", op.trial, why));
       append({{"kind", "search"}, {"rec", "submitted"}, {"op", op.index}, {"job", ""}});
       jobs_[op.index] = "";
@@ -585,14 +509,15 @@ class Driver {
       watched.emplace_back(*op, jobs_[op->index]);
     }
     if (watched.empty()) return;
-    const auto q = queue();
+    const auto q = slurm_.queue();
     store_.merge();
     for (const auto& [op, job] : watched) {
-      std::string state = "GONE", reason;
+      std::string state = "GONE";
+      bool requeue_held = false;
       for (const auto& entry : q) {
-        if (entry.job == job) {
+        if (entry.id == job) {
           state = entry.state;
-          reason = entry.reason;
+          requeue_held = entry.requeue_held;
         }
       }
       if (active_state(state)) {
@@ -607,12 +532,8 @@ class Driver {
           say(fmt::format("{}: job {} held; its slot is free", op.trial, job));
         }
         // dlrun holds a job whose restarts are used up: that run failed.
-        if (state != "PENDING" ||
-            (reason != "job_requeued_in_held_state" && reason != "job requeued in held state") ||
-            held_by_search(op.trial)) {
-          continue;
-        }
-        run_command({"scancel", job});
+        if (state != "PENDING" || !requeue_held || held_by_search(op.trial)) continue;
+        slurm_.cancel(job);
         state = "HELD";
       }
       // Finished when the metric of the budget's last step is in the store.
@@ -693,9 +614,7 @@ class Driver {
   std::string why_not_continue(const Op& op, const std::string& job) {
     const auto& rungs = searcher_.rungs();
     const std::int64_t from = rungs[static_cast<std::size_t>(op.rung - 1)];
-    double left = -1;
-    const Output o = run_command({"squeue", "-h", "-j", job, "-t", "RUNNING", "-o", "%L"});
-    if (o.status == 0) left = parse_time_left(trim(o.out));
+    const double left = slurm_.time_left(job);
     const double step =
         e_.step_seconds > 0
             ? e_.step_seconds
@@ -780,9 +699,13 @@ class Driver {
       // resumes.
       if (it != jobs_.end() && (hold || !submit_held(op.trial))) ours.insert(it->second);
     }
-    for (const auto& entry : queue()) {
-      if (ours.count(entry.job) == 0 || entry.state != "PENDING") continue;
-      run_command({"scontrol", hold ? "hold" : "release", entry.job});
+    for (const auto& entry : slurm_.queue()) {
+      if (ours.count(entry.id) == 0 || entry.state != "PENDING") continue;
+      if (hold) {
+        slurm_.hold(entry.id);
+      } else {
+        slurm_.release(entry.id);
+      }
     }
   }
 
@@ -791,9 +714,8 @@ class Driver {
     for (const auto& [op, job] : jobs_) {
       if (!job.empty()) ours.insert(job);
     }
-    for (const auto& entry : queue()) {
-      if (ours.count(entry.job) != 0 && active_state(entry.state))
-        run_command({"scancel", entry.job});
+    for (const auto& entry : slurm_.queue()) {
+      if (ours.count(entry.id) != 0 && active_state(entry.state)) slurm_.cancel(entry.id);
     }
     for (const auto& t : searcher_.trials()) {
       if (t.state == TrialState::running || t.state == TrialState::waiting) {
@@ -808,6 +730,7 @@ class Driver {
   std::string root_;
   Experiment e_;
   DriveOptions options_;
+  SlurmJobs& slurm_;
   Searcher searcher_;
   Store store_;
   std::unique_ptr<JournalWriter> journal_;
@@ -827,8 +750,9 @@ class Driver {
 
 }  // namespace
 
-int drive(const std::string& root, const std::string& experiment, const DriveOptions& options) {
-  Driver d(root, load_experiment(root, experiment), options);
+int drive(const std::string& root, const std::string& experiment, const DriveOptions& options,
+          SlurmJobs& slurm) {
+  Driver d(root, load_experiment(root, experiment), options, slurm);
   return d.run();
 }
 

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "exp/search_journal.h"
+#include "exp/slurm_jobs.h"
 
 namespace dl::exp::search {
 
@@ -16,7 +17,9 @@ struct DriveOptions {
   double poll_seconds = 0.5;
 };
 
-// Runs the search until it is complete or stopped; returns the exit code.
-int drive(const std::string& root, const std::string& experiment, const DriveOptions& options);
+// Runs the search until it is complete or stopped, its jobs in `slurm`; returns the exit
+// code.
+int drive(const std::string& root, const std::string& experiment, const DriveOptions& options,
+          SlurmJobs& slurm);
 
 }  // namespace dl::exp::search
