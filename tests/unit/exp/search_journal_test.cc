@@ -1,16 +1,17 @@
 // The driver's journal replayed (exp/search_journal.h's replay and status, no Slurm): an
 // in-job continuation is an operation like a promotion, its intent names the job it
 // continues in, and once recorded the job is that operation's (status: continued).
+#include "exp/search_journal.h"
+
 #include <gtest/gtest.h>
-#include <stdlib.h>
 
 #include <nlohmann/json.hpp>
 #include <string>
 
 #include "core/sysio.h"
 #include "exp/journal.h"
-#include "exp/search_journal.h"
 #include "exp/writer.h"
+#include "tests/unit/exp/search_test_util.h"
 
 namespace dl::exp::search {
 namespace {
@@ -20,19 +21,10 @@ using nlohmann::json;
 class DriverReplay : public ::testing::Test {
  protected:
   void SetUp() override {
-    char dir[] = "/tmp/dl-search-driver-test.XXXXXX";
-    ASSERT_NE(::mkdtemp(dir), nullptr);
-    root_ = dir;
-    e_.name = "cont";
-    e_.root = root_;
-    e_.command = "true";
-    e_.searcher.algorithm = Algorithm::asha;
-    e_.searcher.space = {{"lr", ParamKind::log_real, 1e-4, 1.0, {}, 3}};
-    e_.searcher.seed = 7;
+    root_ = temp_root();
+    e_ = small_asha("cont", root_);
     e_.searcher.max_trials = 8;
     e_.searcher.max_concurrent_trials = 1;
-    e_.searcher.max_rungs = 3;
-    e_.searcher.budget = 8;  // rungs 2, 4, 8
     create_experiment(root_, e_);
   }
   void TearDown() override { dl::sys::remove_tree(root_); }
