@@ -3,6 +3,7 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
+#include "client/decision_file.h"
 #include "core/sysio.h"
 #include "exp/journal.h"
 #include "exp/writer.h"
@@ -18,7 +19,10 @@ double FakeSlurmJobs::loss(double lr, std::int64_t step) {
 
 void FakeSlurmJobs::enter() {
   ++calls_;
-  if (calls_ == kill_at_ && !kill_after_) throw Killed{};
+  if ((calls_ == kill_at_ && !kill_after_) || (kill_when_ && kill_when_())) {
+    kill_when_ = nullptr;
+    throw Killed{};
+  }
 }
 
 void FakeSlurmJobs::leave() {
@@ -46,6 +50,8 @@ Submitted FakeSlurmJobs::submit(const std::vector<std::string>& options,
   for (const auto& v : env) {
     if (v.rfind("DL_MAX_STEPS=", 0) == 0) j.budget = std::stoll(v.substr(13));
     if (v.rfind("DL_HPARAMS=", 0) == 0) j.lr = nlohmann::json::parse(v.substr(11)).at("lr");
+    if (v.rfind("DL_SEARCH_RUNG=", 0) == 0) j.rung = std::stoll(v.substr(15));
+    if (v.rfind("DL_SEARCH_DECISIONS=", 0) == 0) j.decisions = v.substr(20);
   }
   jobs_.push_back(j);
   leave();
@@ -70,17 +76,39 @@ void FakeSlurmJobs::run(Job& job) {
            true);
 }
 
+void FakeSlurmJobs::live(Job& j) {
+  if (j.q.state == "PENDING" && !j.held && !j.q.requeue_held) {
+    j.q.state = "RUNNING";
+    j.looks_running = 0;
+  } else if (j.q.state == "RUNNING" && j.waiting) {
+    const std::string path = sys::join(j.decisions, decision::file_name(j.trial, j.q.id, j.rung));
+    if (sys::file_type(path) != sys::FileType::file) return;
+    sys::remove_tree(path + std::string(decision::kWaitSuffix));
+    j.waiting = false;
+    const auto next = decision::parse(sys::read_file(path, 4096));
+    if (!next) {
+      j.q.state = "COMPLETED";
+      return;
+    }
+    j.rung = next->rung;
+    j.budget = next->budget;
+    j.looks_running = 0;
+  } else if (j.q.state == "RUNNING" && ++j.looks_running == kRunLooks) {
+    run(j);
+    if (j.decisions.empty()) {
+      j.q.state = "COMPLETED";
+      return;
+    }
+    sys::write_file_durably(sys::join(j.decisions, decision::file_name(j.trial, j.q.id, j.rung)) +
+                                std::string(decision::kWaitSuffix),
+                            std::to_string(j.budget - 1) + "\n");
+    j.waiting = true;
+  }
+}
+
 std::vector<QueuedJob> FakeSlurmJobs::queue() {
   enter();
-  // One step of each job's life per look.
-  for (auto& j : jobs_) {
-    if (j.q.state == "RUNNING" && ++j.looks_running == kRunLooks) {
-      run(j);
-      j.q.state = "COMPLETED";
-    } else if (j.q.state == "PENDING" && !j.held && !j.q.requeue_held) {
-      j.q.state = "RUNNING";
-    }
-  }
+  for (auto& j : jobs_) live(j);
   if (on_queue_) on_queue_();
   std::vector<QueuedJob> out;
   for (const auto& j : jobs_) out.push_back(j.q);

@@ -1,7 +1,9 @@
 // A Slurm for the search driver's unit tests (exp/slurm_jobs.h): jobs in memory that live
 // by the looks at the queue (pending; running for kRunLooks looks; completed), a job that
-// completes writing its trial's metrics and checkpoint into the experiment's journals as
-// dlrun and the training program would. It can kill the driver: at its Nth call it
+// ends its rung writing its trial's metrics and checkpoint into the experiment's journals
+// as dlrun and the training program would. A job given DL_SEARCH_DECISIONS (in-job
+// continuation, client/decision_file.h) then waits for the driver's decision and runs
+// the next rung or completes as told. It can kill the driver: at its Nth call it
 // throws Killed, before or after doing what it was asked (an sbatch that queued the job
 // before the driver died), so that a test can abandon the driver there and start another.
 #pragma once
@@ -25,7 +27,10 @@ class FakeSlurmJobs : public SlurmJobs {
     QueuedJob q;
     std::string trial;
     std::int64_t budget = 0;
-    int looks_running = 0;  // looks at the queue while it ran
+    int looks_running = 0;  // looks at the queue while it ran its rung
+    std::string decisions;  // DL_SEARCH_DECISIONS
+    long long rung = 0;
+    bool waiting = false;  // for the decision after its rung
     double lr = 0;
     bool held = false;  // by the user (hold), not by a requeue
   };
@@ -41,6 +46,8 @@ class FakeSlurmJobs : public SlurmJobs {
     kill_after_ = after;
     calls_ = 0;
   }
+  // The driver dies at the first call from now at which `when` holds, before its work.
+  void kill_when(std::function<bool()> when) { kill_when_ = std::move(when); }
   int calls() const { return calls_; }
   // Called at each look at the queue, once the jobs have lived their step (a user's
   // request at a given moment).
@@ -64,7 +71,8 @@ class FakeSlurmJobs : public SlurmJobs {
   void enter();
   void leave();
   Job* find(const std::string& id);
-  void run(Job& job);  // writes the rung's metrics and its checkpoint
+  void run(Job& job);   // writes the rung's metrics and its checkpoint
+  void live(Job& job);  // one step of the job's life
 
   std::string root_, experiment_, metric_;
   std::vector<Job> jobs_;
@@ -72,6 +80,7 @@ class FakeSlurmJobs : public SlurmJobs {
   int kill_at_ = 0;
   bool kill_after_ = false;
   int calls_ = 0;
+  std::function<bool()> kill_when_;
   std::function<void()> on_queue_;
 };
 
