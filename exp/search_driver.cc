@@ -2,7 +2,6 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
-#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -202,9 +201,6 @@ class Driver {
       if (live) {
         say(fmt::format("{}: stop requested (dl-search stop); its checkpoints are kept", trial));
         feed({{Event::Kind::stopped, trial, 0, 0, "stopped by dl-search stop"}});
-        // Fault injection for the tests: die like `kill -9` between the record of the
-        // stop and the cancel of its job, which a restarted driver must then do.
-        if (std::getenv("DL_SEARCH_KILL_AFTER_STOP") != nullptr) ::raise(SIGKILL);
       }
       act_on_jobs(trial, "cancel");
     }
@@ -444,9 +440,6 @@ class Driver {
       feed({{Event::Kind::failed, op.trial, 0, 0, why}});
       return;
     }
-    // Fault injection for the tests: die like `kill -9` between sbatch and the record of
-    // its job, the one instant a restarted driver must find a job by its name.
-    if (++sbatch_calls_ == kill_after_sbatch_) ::raise(SIGKILL);
     append({{"kind", "search"}, {"rec", "submitted"}, {"op", op.index}, {"job", job}});
     jobs_[op.index] = job;
     trial_event(op.trial, "submitted",
@@ -667,9 +660,6 @@ class Driver {
       intent_[op.index] = now_seconds();
       in_job_intent_[op.index] = job;
       if (decision::parse(decide(path, decision::continue_text(op.rung, op.budget)))) {
-        // Fault injection for the tests: die like `kill -9` right after the decision,
-        // before its record: the restarted driver must take the job as this run's.
-        if (std::getenv("DL_SEARCH_KILL_AFTER_CONTINUE") != nullptr) ::raise(SIGKILL);
         append({{"kind", "search"},
                 {"rec", "submitted"},
                 {"op", op.index},
@@ -741,11 +731,6 @@ class Driver {
   std::map<std::int64_t, std::string> in_job_intent_;  // op -> the job it continues in
   std::string decisions_;  // the continue/ directory; empty: no in-job continuation
   std::map<std::string, std::string> trial_control_;  // the stops carried out (this run)
-  int sbatch_calls_ = 0;
-  int kill_after_sbatch_ = [] {
-    const char* n = std::getenv("DL_SEARCH_KILL_AFTER_SBATCH");
-    return n ? std::atoi(n) : -1;
-  }();
 };
 
 }  // namespace

@@ -251,6 +251,14 @@ TEST_F(DriverKilled, AContinuationDecidedBeforeTheDriverDiedIsTheRunsJob) {
       if (op["kind"] == "create" || op["kind"] == "resume") continued.push_back(op["continued"]);
     }
     EXPECT_EQ(continued, (std::vector<bool>{false, true, true})) << where;
+    // Each rung's result recorded once in the driver's journals.
+    int finished = 0;
+    for (const auto& l : search_records(r.root)) {
+      for (const auto& ev : l.record.value("events", json::array())) {
+        finished += ev["trial"] == "t001" && ev["kind"] == "finished" ? 1 : 0;
+      }
+    }
+    EXPECT_EQ(finished, 3) << where;  // rungs 0, 1 and 2
   }
 }
 
