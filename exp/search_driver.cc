@@ -1,14 +1,10 @@
 #include "exp/search_driver.h"
 
-#include <fcntl.h>
 #include <fmt/format.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <chrono>
 #include <cstdlib>
-#include <cstring>
 #include <set>
 #include <thread>
 
@@ -18,12 +14,13 @@
 #include "core/sysio.h"
 #include "exp/journal.h"
 #include "exp/lock_file.h"
+#include "exp/search_decisions.h"
 #include "exp/store.h"
 #include "exp/writer.h"
 
 namespace dl::exp::search {
 
-using namespace dl::sys;  // files: join, open_file, list_dir, ...
+using namespace dl::sys;  // files: join, file_type, read_file, ...
 using nlohmann::json;
 
 namespace {
@@ -41,33 +38,6 @@ LockFile driver_lock(const std::string& dir) {
                     "process is gone)",
                     holder, path));
   });
-}
-
-// ---- in-job continuation: the decision files (search_driver.h) ----
-
-std::string decision_path(const std::string& dir, const std::string& trial, const std::string& job,
-                          int rung) {
-  return join(dir, decision::file_name(trial, job, rung));
-}
-
-// Creates the decision file `path` with `text` unless it exists (link(2): atomic, so the
-// driver's "continue" and a trial's own "end" never both hold); returns the decision that
-// holds.
-std::string decide(const std::string& path, const std::string& text) {
-  const std::string tmp = fmt::format("{}.tmp.{}.{}", path, ::getpid(), random_hex());
-  {
-    Fd fd = open_file(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-    write_all_at(fd, text.data(), text.size(), 0);
-    fsync_fd(fd);
-  }
-  const int rc = ::link(tmp.c_str(), path.c_str());
-  const int err = errno;
-  ::unlink(tmp.c_str());
-  if (rc != 0 && err != EEXIST) {
-    throw SystemError(fmt::format("couldn't create {}: {}", path, std::strerror(err)));
-  }
-  fsync_dir(parent_dir(path));
-  return read_file(path, 4096);
 }
 
 std::string job_name(const std::string& experiment, const Op& op) {
@@ -562,10 +532,7 @@ class Driver {
   bool rung_done_in_job(const Op& op, const std::string& job, bool search_runs) {
     if (decisions_.empty()) return false;
     const std::string path = decision_path(decisions_, op.trial, job, op.rung);
-    if (file_type(path + std::string(decision::kWaitSuffix)) != FileType::file ||
-        file_type(path) == FileType::file) {
-      return false;  // not waiting, or decided already
-    }
+    if (!waits_for_decision(path)) return false;  // not waiting, or decided already
     const Trial* t = searcher_.find(op.trial);
     if (!search_runs || t == nullptr || t->pause != Pause::none ||
         static_cast<std::size_t>(op.rung) + 1 >= searcher_.rungs().size()) {
