@@ -27,7 +27,7 @@
 #include "core/sysio.h"
 #include "exp/journal.h"
 #include "exp/plot.h"
-#include "exp/search_driver.h"
+#include "exp/search_journal.h"
 #include "exp/serve_auth.h"
 #include "exp/serve_page.h"
 #include "exp/store.h"

@@ -183,9 +183,9 @@ int main_impl(int argc, char** argv) {
         const int rc = std::system(sb.c_str());
         return rc == 0 ? 0 : 1;
       }
-      return drive(root, e.name, options);
+      return drive(root, e.name, options, *libslurm_jobs());
     }
-    if (drive_cmd->parsed()) return drive(env_root, experiment, options);
+    if (drive_cmd->parsed()) return drive(env_root, experiment, options, *libslurm_jobs());
     if (status_cmd->parsed()) {
       const json s = status(env_root, experiment);
       if (json_out) {

@@ -1,74 +1,29 @@
 #include "exp/search_driver.h"
 
-#include <fcntl.h>
 #include <fmt/format.h>
-#include <signal.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <chrono>
 #include <cstdlib>
-#include <cstring>
-#include <limits>
 #include <set>
-#include <stdexcept>
 #include <thread>
 
 #include "client/decision_file.h"
 #include "core/error.h"
 #include "core/private_dir.h"
-#include "core/process.h"
 #include "core/sysio.h"
-#include "core/user_db.h"
 #include "exp/journal.h"
 #include "exp/lock_file.h"
+#include "exp/search_decisions.h"
 #include "exp/store.h"
 #include "exp/writer.h"
 
 namespace dl::exp::search {
 
-using namespace dl::sys;  // files: join, open_file, list_dir, ...
+using namespace dl::sys;  // files: join, file_type, read_file, ...
 using nlohmann::json;
 
-// The journal's names of the searcher's events.
-NLOHMANN_JSON_SERIALIZE_ENUM(Event::Kind, {{Event::Kind::created, "created"},
-                                           {Event::Kind::started, "started"},
-                                           {Event::Kind::reported, "reported"},
-                                           {Event::Kind::finished, "finished"},
-                                           {Event::Kind::failed, "failed"},
-                                           {Event::Kind::stopped, "stopped"},
-                                           {Event::Kind::paused, "paused"},
-                                           {Event::Kind::held, "held"},
-                                           {Event::Kind::resumed, "resumed"},
-                                           {Event::Kind::rung_done, "rung_done"}})
-
 namespace {
-
-// ---- processes: the Slurm commands, one checked wrapper ----
-
-struct Output {
-  int status = -1;  // exit code; -1 when it could not run or was killed
-  std::string out;
-  std::string err;
-};
-
-// Runs argv[0] (found on PATH) with the environment plus `env` ("NAME=value"), and
-// returns its exit code and output.
-Output run_command(const std::vector<std::string>& argv, const std::vector<std::string>& env = {}) {
-  CommandSpec spec;
-  spec.argv = argv;
-  spec.env = env;
-  const CommandResult r = dl::run_command(spec);
-  return {WIFEXITED(r.status) ? WEXITSTATUS(r.status) : -1, r.out, r.err};
-}
-
-std::string trim(std::string s) {
-  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
-  return s;
-}
 
 void say(const std::string& line) { std::fprintf(stderr, "dl-search: %s\n", line.c_str()); }
 
@@ -85,108 +40,6 @@ LockFile driver_lock(const std::string& dir) {
   });
 }
 
-// ---- journals ----
-
-// The journals named <stem>.*.jsonl, oldest first (by the nanoseconds in their names).
-std::vector<std::string> journals_of(const std::string& dir, const std::string& stem) {
-  std::vector<std::pair<std::string, std::string>> found;
-  if (file_type(dir) != FileType::directory) return {};
-  for (const auto& name : list_dir(dir)) {
-    if (name.rfind(stem + ".", 0) != 0 || name.size() < 6 ||
-        name.compare(name.size() - 6, 6, ".jsonl") != 0) {
-      continue;
-    }
-    const std::string base = name.substr(0, name.size() - 6);
-    const std::string ns = base.substr(base.rfind('.') + 1);
-    found.emplace_back(std::string(20 - std::min<std::size_t>(20, ns.size()), '0') + ns, name);
-  }
-  std::sort(found.begin(), found.end());
-  std::vector<std::string> out;
-  for (const auto& [key, name] : found) out.push_back(join(dir, name));
-  return out;
-}
-
-std::vector<json> records_of(const std::string& path) {
-  Fd fd = open_file(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-  return scan_journal(read_fd(fd, std::size_t{1} << 30)).records;
-}
-
-json event_json(const Event& e) {
-  json j = {{"kind", e.kind},
-            {"trial", e.trial},
-            {"step", e.step},
-            {"value", e.value},
-            {"reason", e.reason}};
-  if (e.in_job) j["in_job"] = true;
-  return j;
-}
-
-Event event_of(const json& j) {
-  Event e;
-  e.kind = j.at("kind").get<Event::Kind>();
-  // nlohmann maps a name it does not know to the first kind.
-  if (json(e.kind) != j.at("kind")) {
-    throw std::out_of_range(fmt::format("unknown event kind {}", j.at("kind").dump()));
-  }
-  e.trial = j.at("trial").get<std::string>();
-  e.step = j.value("step", std::int64_t{0});
-  e.value = j.value("value", 0.0);
-  e.reason = j.value("reason", std::string());
-  e.in_job = j.value("in_job", false);
-  return e;
-}
-
-// ---- in-job continuation: the decision files (search_driver.h) ----
-
-std::string decision_path(const std::string& dir, const std::string& trial, const std::string& job,
-                          int rung) {
-  return join(dir, decision::file_name(trial, job, rung));
-}
-
-// Creates the decision file `path` with `text` unless it exists (link(2): atomic, so the
-// driver's "continue" and a trial's own "end" never both hold); returns the decision that
-// holds.
-std::string decide(const std::string& path, const std::string& text) {
-  const std::string tmp = fmt::format("{}.tmp.{}.{}", path, ::getpid(), random_hex());
-  {
-    Fd fd = open_file(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-    write_all_at(fd, text.data(), text.size(), 0);
-    fsync_fd(fd);
-  }
-  const int rc = ::link(tmp.c_str(), path.c_str());
-  const int err = errno;
-  ::unlink(tmp.c_str());
-  if (rc != 0 && err != EEXIST) {
-    throw SystemError(fmt::format("couldn't create {}: {}", path, std::strerror(err)));
-  }
-  fsync_dir(parent_dir(path));
-  return read_file(path, 4096);
-}
-
-// squeue's %L (time left): [days-][hours:]minutes:seconds, UNLIMITED; -1 when unknown.
-double parse_time_left(const std::string& text) {
-  if (text == "UNLIMITED") return std::numeric_limits<double>::infinity();
-  double days = 0, total = 0;
-  std::string rest = text;
-  if (const auto dash = rest.find('-'); dash != std::string::npos) {
-    days = std::atof(rest.substr(0, dash).c_str());
-    rest = rest.substr(dash + 1);
-  }
-  int parts = 0;
-  std::size_t a = 0;
-  for (;;) {
-    const std::size_t b = rest.find(':', a);
-    const std::string f = rest.substr(a, b == std::string::npos ? b : b - a);
-    if (f.empty() || f.find_first_not_of("0123456789") != std::string::npos) return -1;
-    total = total * 60 + std::atof(f.c_str());
-    ++parts;
-    if (b == std::string::npos) break;
-    a = b + 1;
-  }
-  if (parts < 2 || parts > 3) return -1;
-  return days * 86400 + total;
-}
-
 std::string job_name(const std::string& experiment, const Op& op) {
   return fmt::format("dls.{}.{}.{}", experiment, op.trial, op.index);
 }
@@ -198,204 +51,13 @@ bool active_state(const std::string& s) {
   return active.count(s) != 0;
 }
 
-struct QueueEntry {
-  std::string job, name, state, reason;
-};
-
-// The calling user's jobs that Slurm still knows, finished ones included.
-std::vector<QueueEntry> queue() {
-  const Output o = run_command({"squeue", "-h", "--states=all", "--me", "-o", "%i|%j|%T|%r"});
-  if (o.status != 0) throw SystemError("squeue failed: " + trim(o.err));
-  std::vector<QueueEntry> out;
-  std::size_t pos = 0;
-  while (pos < o.out.size()) {
-    const std::size_t nl = o.out.find('\n', pos);
-    const std::string line = o.out.substr(pos, nl == std::string::npos ? nl : nl - pos);
-    pos = nl == std::string::npos ? o.out.size() : nl + 1;
-    std::vector<std::string> f;
-    std::size_t a = 0;
-    for (;;) {
-      const std::size_t b = line.find('|', a);
-      f.push_back(line.substr(a, b == std::string::npos ? b : b - a));
-      if (b == std::string::npos) break;
-      a = b + 1;
-    }
-    if (f.size() >= 4) out.push_back({f[0], f[1], f[2], f[3]});
-  }
-  return out;
-}
-
-// The pause/resume/stop requests (control.*.jsonl): the newest for the experiment, and per
-// trial the newest (a stop is final), each as running, paused or stopped.
-struct Controls {
-  std::string experiment = "running";
-  std::map<std::string, std::string> trials;
-};
-
-Controls read_controls(const std::string& dir) {
-  Controls c;
-  double newest = -1;
-  std::map<std::string, double> newest_of;
-  for (const auto& path : journals_of(dir, "control")) {
-    for (const auto& rec : records_of(path)) {
-      if (rec.value("kind", std::string()) != "control") continue;
-      const double t = rec.value("time", 0.0);
-      std::string what = rec.value("what", std::string("running"));
-      if (what == "resume") what = "running";
-      const std::string trial = rec.value("trial", std::string());
-      if (trial.empty()) {
-        if (t >= newest) {
-          newest = t;
-          c.experiment = what;
-        }
-        continue;
-      }
-      auto& now = c.trials[trial];
-      if (now == "stopped") continue;
-      if (what == "stopped" || newest_of.count(trial) == 0 || t >= newest_of[trial]) {
-        now = what;
-        newest_of[trial] = t;
-      }
-    }
-  }
-  return c;
-}
-
-// Only the user who owns the experiment's directory may pause, resume or stop it (in a
-// shared root, 1777, everyone else's requests are refused here, before anything is read).
-void check_owner(const std::string& root, const std::string& experiment) {
-  const std::string dir = experiment_dir(root, experiment);
-  struct stat st;
-  if (::lstat(dir.c_str(), &st) != 0) {
-    if (errno == ENOENT) return;  // load_experiment names it
-    throw SystemError(fmt::format("couldn't stat {}: {}", dir, std::strerror(errno)));
-  }
-  if (st.st_uid == ::geteuid()) return;
-  throw InputError(fmt::format(
-      "experiment '{}' in {} belongs to {}; only its owner can pause, resume or stop it",
-      experiment, root, describe_user(st.st_uid)));
-}
-
-}  // namespace
-
-std::string spec_path(const std::string& root, const std::string& experiment) {
-  return join(experiment_dir(root, experiment), "search.json");
-}
-
-void create_experiment(const std::string& root, const Experiment& e) {
-  const std::string journals = ensure_journals_dir(root, e.name);
-  (void)journals;
-  const std::string path = spec_path(root, e.name);
-  const std::string text = to_json(e).dump(2) + "\n";
-  if (file_type(path) == FileType::file) {
-    if (read_file(path, 1 << 20) == text) return;
-    throw InputError(fmt::format(
-        "experiment '{}' exists under {} with another search ({}); give this one another name",
-        e.name, root, path));
-  }
-  if (file_type(journals_dir(root, e.name)) == FileType::directory &&
-      !list_dir(journals_dir(root, e.name)).empty()) {
-    throw InputError(fmt::format(
-        "experiment '{}' exists under {} and is not a search; give this one another name", e.name,
-        root));
-  }
-  write_file_durably(path, text);
-}
-
-Experiment load_experiment(const std::string& root, const std::string& experiment) {
-  validate_name("experiment", experiment);
-  const std::string path = spec_path(root, experiment);
-  if (file_type(path) != FileType::file) {
-    throw InputError(fmt::format("unknown search '{}' (no {})", experiment, path));
-  }
-  return experiment_from_json(json::parse(read_file(path, 1 << 20)));
-}
-
-Replay replay(const std::string& root, const Experiment& e, Searcher& searcher) {
-  Replay r;
-  const std::string dir = journals_dir(root, e.name);
-  for (auto& op : searcher.start()) r.ops.push_back(op);
-  for (const auto& path : journals_of(dir, "search")) {
-    for (const auto& rec : records_of(path)) {
-      const std::string what = rec.value("rec", std::string());
-      if (what == "events") {
-        for (const auto& ev : rec.at("events")) {
-          for (auto& op : searcher.handle(event_of(ev))) r.ops.push_back(op);
-        }
-      } else if (what == "intent") {
-        r.intent[rec.at("op").get<std::int64_t>()] = rec.value("time", 0.0);
-        if (rec.contains("continue_job")) {
-          r.in_job_intent[rec.at("op").get<std::int64_t>()] =
-              rec.at("continue_job").get<std::string>();
-        }
-      } else if (what == "submitted") {
-        r.jobs[rec.at("op").get<std::int64_t>()] = rec.at("job").get<std::string>();
-      } else if (what == "done") {
-        r.done[rec.at("op").get<std::int64_t>()] = true;
-      } else if (what == "finished") {
-        r.finished = true;
-      }
-    }
-  }
-  const Controls c = read_controls(dir);
-  r.control = c.experiment;
-  r.trial_control = c.trials;
-  return r;
-}
-
-void request(const std::string& root, const std::string& experiment, const std::string& what,
-             const std::string& trial) {
-  validate_name("experiment", experiment);
-  check_owner(root, experiment);
-  const Experiment e = load_experiment(root, experiment);
-  json rec = {{"kind", "control"}, {"what", what}, {"time", now_seconds()}};
-  if (!trial.empty()) {
-    const std::string verb = what == "paused" ? "pause" : what == "resume" ? "resume" : "stop";
-    Searcher s(e.searcher);
-    const Replay r = replay(root, e, s);
-    const Trial* t = s.find(trial);
-    if (t == nullptr) {
-      std::string known;
-      for (const auto& x : s.trials()) known += (known.empty() ? "" : ", ") + x.id;
-      throw InputError(fmt::format("{}: unknown trial '{}' in search '{}' (trials: {})", verb,
-                                   trial, experiment, known.empty() ? "none yet" : known));
-    }
-    if (r.finished) {
-      throw InputError(fmt::format("{}: search '{}' is over; trial '{}' is {}", verb, experiment,
-                                   trial, state_name(t->state)));
-    }
-    const auto it = r.trial_control.find(trial);
-    const std::string now = it == r.trial_control.end() ? "running" : it->second;
-    if (now == "stopped" || (t->state != TrialState::running && t->state != TrialState::waiting)) {
-      throw InputError(fmt::format(
-          "{}: trial '{}' of search '{}' is {}; only a running or waiting trial can be {}", verb,
-          trial, experiment, now == "stopped" ? "stopped" : state_name(t->state),
-          what == "paused"   ? "paused"
-          : what == "resume" ? "resumed"
-                             : "stopped"));
-    }
-    if (what == "resume" && now != "paused") {
-      throw InputError(
-          fmt::format("resume: trial '{}' of search '{}' is not paused", trial, experiment));
-    }
-    if (what == "paused" && now == "paused") {
-      throw InputError(
-          fmt::format("pause: trial '{}' of search '{}' is paused already", trial, experiment));
-    }
-    rec["trial"] = trial;
-  }
-  JournalWriter w(journals_dir(root, experiment), "control");
-  w.append(rec, true);
-}
-
-namespace {
-
 class Driver {
  public:
-  Driver(std::string root, Experiment e, DriveOptions options)
+  Driver(std::string root, Experiment e, DriveOptions options, SlurmJobs& slurm)
       : root_(std::move(root)),
         e_(std::move(e)),
         options_(options),
+        slurm_(slurm),
         searcher_(e_.searcher),
         store_(root_, e_.name) {}
 
@@ -509,9 +171,6 @@ class Driver {
       if (live) {
         say(fmt::format("{}: stop requested (dl-search stop); its checkpoints are kept", trial));
         feed({{Event::Kind::stopped, trial, 0, 0, "stopped by dl-search stop"}});
-        // Fault injection for the tests: die like `kill -9` between the record of the
-        // stop and the cancel of its job, which a restarted driver must then do.
-        if (std::getenv("DL_SEARCH_KILL_AFTER_STOP") != nullptr) ::raise(SIGKILL);
       }
       act_on_jobs(trial, "cancel");
     }
@@ -525,25 +184,25 @@ class Driver {
       if (op.trial == trial && it != jobs_.end() && !it->second.empty()) mine.insert(it->second);
     }
     if (mine.empty()) return;
-    for (const auto& entry : queue()) {
-      if (mine.count(entry.job) == 0 || !active_state(entry.state)) continue;
-      std::vector<std::string> argv;
+    for (const auto& entry : slurm_.queue()) {
+      if (mine.count(entry.id) == 0 || !active_state(entry.state)) continue;
+      std::string verb, error;
       if (action == "cancel") {
-        argv = {"scancel", entry.job};
+        verb = "cancel";
+        error = slurm_.cancel(entry.id);
       } else if (action == "hold") {
         if (entry.state == "RUNNING" || entry.state == "CONFIGURING") {
-          argv = {"scontrol", "requeuehold", entry.job};
+          verb = "requeuehold";
+          error = slurm_.requeue_hold(entry.id);
         } else if (entry.state == "PENDING") {
-          argv = {"scontrol", "hold", entry.job};
+          verb = "hold";
+          error = slurm_.hold(entry.id);
         }
       } else if (entry.state == "PENDING") {
-        argv = {"scontrol", "release", entry.job};
+        verb = "release";
+        error = slurm_.release(entry.id);
       }
-      if (argv.empty()) continue;
-      const Output o = run_command(argv);
-      if (o.status != 0) {
-        say(fmt::format("{}: {} {} {}: {}", trial, argv[0], argv[1], entry.job, trim(o.err)));
-      }
+      if (!error.empty()) say(fmt::format("{}: {} {}: {}", trial, verb, entry.id, error));
     }
   }
 
@@ -551,12 +210,12 @@ class Driver {
   // name in the queue, else by a run of the trial the tracking store saw start after
   // the intent; otherwise sbatch never queued it and the operation runs again.
   void reconcile() {
-    std::vector<QueueEntry> q;
+    std::vector<QueuedJob> q;
     bool have_queue = false;
     for (const auto& op : ops_) {
       if (intent_.count(op.index) == 0 || jobs_.count(op.index) != 0) continue;
       if (!have_queue) {
-        q = queue();
+        q = slurm_.queue();
         have_queue = true;
         store_.merge();
       }
@@ -581,7 +240,7 @@ class Driver {
         continue;
       }
       for (const auto& entry : q) {
-        if (entry.name == job_name(e_.name, op)) job = entry.job;
+        if (entry.name == job_name(e_.name, op)) job = entry.id;
       }
       if (job.empty()) {
         for (const auto& t : store_.trials()) {
@@ -680,8 +339,8 @@ class Driver {
 
   void submit(const Op& op) {
     const std::string name = job_name(e_.name, op);
-    std::vector<std::string> argv = {
-        "sbatch", "--parsable", "-J", name, "--dl-experiment=" + e_.name, "--dl-trial=" + op.trial};
+    std::vector<std::string> argv = {"-J", name, "--dl-experiment=" + e_.name,
+                                     "--dl-trial=" + op.trial};
     if (op.kind == Op::Kind::resume) {
       // From its own newest checkpoint, never from scratch (dlrun verifies it).
       if (auto dir = newest_checkpoint_dir(op.trial)) {
@@ -740,20 +399,17 @@ class Driver {
     }
     append({{"kind", "search"}, {"rec", "intent"}, {"op", op.index}, {"name", name}});
     intent_[op.index] = now_seconds();
-    const Output o = run_command(argv, env_all);
-    const std::string job = trim(o.out.substr(0, o.out.find(';')));
-    if (o.status != 0 || job.empty()) {
+    const Submitted submitted = slurm_.submit(argv, env_all);
+    const std::string& job = submitted.id;
+    if (job.empty()) {
       // Not queued: the run fails like any other, within the trial's restart budget.
-      const std::string why = fmt::format("sbatch failed: {}", trim(o.err));
+      const std::string why = fmt::format("sbatch failed: {}", submitted.error);
       say(fmt::format("{}: {}", op.trial, why));
       append({{"kind", "search"}, {"rec", "submitted"}, {"op", op.index}, {"job", ""}});
       jobs_[op.index] = "";
       feed({{Event::Kind::failed, op.trial, 0, 0, why}});
       return;
     }
-    // Fault injection for the tests: die like `kill -9` between sbatch and the record of
-    // its job, the one instant a restarted driver must find a job by its name.
-    if (++sbatch_calls_ == kill_after_sbatch_) ::raise(SIGKILL);
     append({{"kind", "search"}, {"rec", "submitted"}, {"op", op.index}, {"job", job}});
     jobs_[op.index] = job;
     trial_event(op.trial, "submitted",
@@ -816,14 +472,15 @@ class Driver {
       watched.emplace_back(*op, jobs_[op->index]);
     }
     if (watched.empty()) return;
-    const auto q = queue();
+    const auto q = slurm_.queue();
     store_.merge();
     for (const auto& [op, job] : watched) {
-      std::string state = "GONE", reason;
+      std::string state = "GONE";
+      bool requeue_held = false;
       for (const auto& entry : q) {
-        if (entry.job == job) {
+        if (entry.id == job) {
           state = entry.state;
-          reason = entry.reason;
+          requeue_held = entry.requeue_held;
         }
       }
       if (active_state(state)) {
@@ -838,12 +495,8 @@ class Driver {
           say(fmt::format("{}: job {} held; its slot is free", op.trial, job));
         }
         // dlrun holds a job whose restarts are used up: that run failed.
-        if (state != "PENDING" ||
-            (reason != "job_requeued_in_held_state" && reason != "job requeued in held state") ||
-            held_by_search(op.trial)) {
-          continue;
-        }
-        run_command({"scancel", job});
+        if (state != "PENDING" || !requeue_held || held_by_search(op.trial)) continue;
+        slurm_.cancel(job);
         state = "HELD";
       }
       // Finished when the metric of the budget's last step is in the store.
@@ -879,10 +532,7 @@ class Driver {
   bool rung_done_in_job(const Op& op, const std::string& job, bool search_runs) {
     if (decisions_.empty()) return false;
     const std::string path = decision_path(decisions_, op.trial, job, op.rung);
-    if (file_type(path + std::string(decision::kWaitSuffix)) != FileType::file ||
-        file_type(path) == FileType::file) {
-      return false;  // not waiting, or decided already
-    }
+    if (!waits_for_decision(path)) return false;  // not waiting, or decided already
     const Trial* t = searcher_.find(op.trial);
     if (!search_runs || t == nullptr || t->pause != Pause::none ||
         static_cast<std::size_t>(op.rung) + 1 >= searcher_.rungs().size()) {
@@ -924,9 +574,7 @@ class Driver {
   std::string why_not_continue(const Op& op, const std::string& job) {
     const auto& rungs = searcher_.rungs();
     const std::int64_t from = rungs[static_cast<std::size_t>(op.rung - 1)];
-    double left = -1;
-    const Output o = run_command({"squeue", "-h", "-j", job, "-t", "RUNNING", "-o", "%L"});
-    if (o.status == 0) left = parse_time_left(trim(o.out));
+    const double left = slurm_.time_left(job);
     const double step =
         e_.step_seconds > 0
             ? e_.step_seconds
@@ -979,9 +627,6 @@ class Driver {
       intent_[op.index] = now_seconds();
       in_job_intent_[op.index] = job;
       if (decision::parse(decide(path, decision::continue_text(op.rung, op.budget)))) {
-        // Fault injection for the tests: die like `kill -9` right after the decision,
-        // before its record: the restarted driver must take the job as this run's.
-        if (std::getenv("DL_SEARCH_KILL_AFTER_CONTINUE") != nullptr) ::raise(SIGKILL);
         append({{"kind", "search"},
                 {"rec", "submitted"},
                 {"op", op.index},
@@ -1011,9 +656,13 @@ class Driver {
       // resumes.
       if (it != jobs_.end() && (hold || !submit_held(op.trial))) ours.insert(it->second);
     }
-    for (const auto& entry : queue()) {
-      if (ours.count(entry.job) == 0 || entry.state != "PENDING") continue;
-      run_command({"scontrol", hold ? "hold" : "release", entry.job});
+    for (const auto& entry : slurm_.queue()) {
+      if (ours.count(entry.id) == 0 || entry.state != "PENDING") continue;
+      if (hold) {
+        slurm_.hold(entry.id);
+      } else {
+        slurm_.release(entry.id);
+      }
     }
   }
 
@@ -1022,9 +671,8 @@ class Driver {
     for (const auto& [op, job] : jobs_) {
       if (!job.empty()) ours.insert(job);
     }
-    for (const auto& entry : queue()) {
-      if (ours.count(entry.job) != 0 && active_state(entry.state))
-        run_command({"scancel", entry.job});
+    for (const auto& entry : slurm_.queue()) {
+      if (ours.count(entry.id) != 0 && active_state(entry.state)) slurm_.cancel(entry.id);
     }
     for (const auto& t : searcher_.trials()) {
       if (t.state == TrialState::running || t.state == TrialState::waiting) {
@@ -1039,6 +687,7 @@ class Driver {
   std::string root_;
   Experiment e_;
   DriveOptions options_;
+  SlurmJobs& slurm_;
   Searcher searcher_;
   Store store_;
   std::unique_ptr<JournalWriter> journal_;
@@ -1049,57 +698,14 @@ class Driver {
   std::map<std::int64_t, std::string> in_job_intent_;  // op -> the job it continues in
   std::string decisions_;  // the continue/ directory; empty: no in-job continuation
   std::map<std::string, std::string> trial_control_;  // the stops carried out (this run)
-  int sbatch_calls_ = 0;
-  int kill_after_sbatch_ = [] {
-    const char* n = std::getenv("DL_SEARCH_KILL_AFTER_SBATCH");
-    return n ? std::atoi(n) : -1;
-  }();
 };
 
 }  // namespace
 
-int drive(const std::string& root, const std::string& experiment, const DriveOptions& options) {
-  Driver d(root, load_experiment(root, experiment), options);
+int drive(const std::string& root, const std::string& experiment, const DriveOptions& options,
+          SlurmJobs& slurm) {
+  Driver d(root, load_experiment(root, experiment), options, slurm);
   return d.run();
-}
-
-json status(const std::string& root, const std::string& experiment) {
-  const Experiment e = load_experiment(root, experiment);
-  Searcher s(e.searcher);
-  const Replay r = replay(root, e, s);
-  json out = s.snapshot();
-  out["experiment"] = e.name;
-  out["searcher"] = to_json(e)["searcher"];
-  out["control"] = r.control;
-  out["finished"] = r.finished;
-  for (auto& t : out["trials"]) {
-    const auto it = r.trial_control.find(t["id"].get<std::string>());
-    t["control"] = it == r.trial_control.end() ? "running" : it->second;
-  }
-  std::string lock;
-  try {
-    lock = read_file(join(experiment_dir(root, experiment), "search.lock"), 4096);
-  } catch (const std::exception&) {
-  }
-  out["driver"] = lock;
-  json jobs = json::object();
-  for (const auto& [op, job] : r.jobs) jobs[std::to_string(op)] = job;
-  out["jobs"] = jobs;
-  json ops = json::array();
-  for (const auto& op : r.ops) {
-    ops.push_back({{"index", op.index},
-                   {"kind", op_name(op.kind)},
-                   {"trial", op.trial},
-                   {"budget", op.budget},
-                   {"rung", op.rung},
-                   {"reason", op.reason},
-                   {"job", r.jobs.count(op.index) ? r.jobs.at(op.index) : ""},
-                   // Run in the job of the trial's previous rung (in-job continuation).
-                   {"continued", r.jobs.count(op.index) && r.in_job_intent.count(op.index) &&
-                                     r.in_job_intent.at(op.index) == r.jobs.at(op.index)}});
-  }
-  out["operations"] = ops;
-  return out;
 }
 
 }  // namespace dl::exp::search

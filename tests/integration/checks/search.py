@@ -1,7 +1,6 @@
 """dl-search's claims, checked on the files search.bats writes to its directory."""
 
 import collections
-import glob
 import json
 import os
 import re
@@ -152,18 +151,6 @@ def continued_in_one_job(exp, trial="t001"):
         f.write(job)
 
 
-def results_once(journals, trial, count):
-    """The driver's journals record `count` results (a rung's end each) of the trial."""
-    finished = 0
-    for path in glob.glob(os.path.join(journals, "search.*.jsonl")):
-        with open(path) as f:
-            for line in f:
-                rec = json.loads(line.split(" ", 1)[1])
-                finished += sum(1 for e in rec.get("events", [])
-                                if e["trial"] == trial and e["kind"] == "finished")
-    assert finished == int(count), finished
-
-
 def ranked_promotion():
     """Seed 3 draws lr 0.1 for t001 and 0.001 for t002; the better one is promoted from
     rung 0 in first place and continues in its job."""
@@ -178,4 +165,4 @@ def ranked_promotion():
 
 if __name__ == "__main__":
     main({f.__name__: f for f in (invariants, table_aligned, plot_marks_rungs, page_marks_rungs,
-                                  continued_in_one_job, results_once, ranked_promotion)})
+                                  continued_in_one_job, ranked_promotion)})
