@@ -8,6 +8,7 @@
 // before the driver died), so that a test can abandon the driver there and start another.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <string>
