@@ -297,25 +297,10 @@ Experiment parse_experiment(const std::string& file, const std::string& text) {
   return e;
 }
 
-namespace {
-const char* kind_text(ParamKind k) {
-  switch (k) {
-    case ParamKind::integer: return "int";
-    case ParamKind::real: return "float";
-    case ParamKind::log_real: return "log";
-    case ParamKind::categorical: return "categorical";
-  }
-  return "?";
-}
-const char* algorithm_text(Algorithm a) {
-  return a == Algorithm::asha ? "asha" : a == Algorithm::random ? "random" : "grid";
-}
-}  // namespace
-
 nlohmann::json to_json(const Experiment& e) {
   nlohmann::json space = nlohmann::json::array();
   for (const auto& p : e.searcher.space) {
-    nlohmann::json j = {{"name", p.name}, {"type", kind_text(p.kind)}, {"count", p.grid_points}};
+    nlohmann::json j = {{"name", p.name}, {"type", p.kind}, {"count", p.grid_points}};
     if (p.kind == ParamKind::categorical) {
       j["values"] = p.choices;
     } else {
@@ -332,9 +317,9 @@ nlohmann::json to_json(const Experiment& e) {
           {"step_seconds", e.step_seconds},
           {"hyperparameters", space},
           {"searcher",
-           {{"name", algorithm_text(c.algorithm)},
+           {{"name", c.algorithm},
             {"metric", c.metric},
-            {"mode", c.mode == Mode::min ? "min" : "max"},
+            {"mode", c.mode},
             {"max_trials", c.max_trials},
             {"max_concurrent_trials", c.max_concurrent_trials},
             {"divisor", c.divisor},
@@ -342,7 +327,7 @@ nlohmann::json to_json(const Experiment& e) {
             {"budget", c.budget},
             {"seed", c.seed},
             {"max_restarts", c.max_restarts},
-            {"asha_mode", asha_mode_name(c.asha_mode)},
+            {"asha_mode", c.asha_mode},
             {"continue_in_job", c.continue_in_job}}}};
 }
 
@@ -356,11 +341,7 @@ Experiment experiment_from_json(const nlohmann::json& j) {
   for (const auto& p : j.at("hyperparameters")) {
     Param q;
     q.name = p.at("name").get<std::string>();
-    const std::string type = p.at("type").get<std::string>();
-    q.kind = type == "int"     ? ParamKind::integer
-             : type == "float" ? ParamKind::real
-             : type == "log"   ? ParamKind::log_real
-                               : ParamKind::categorical;
+    q.kind = p.at("type").get<ParamKind>();
     q.grid_points = p.at("count").get<int>();
     if (q.kind == ParamKind::categorical) {
       q.choices = p.at("values").get<std::vector<nlohmann::json>>();
@@ -371,13 +352,10 @@ Experiment experiment_from_json(const nlohmann::json& j) {
     e.searcher.space.push_back(q);
   }
   const auto& s = j.at("searcher");
-  const std::string name = s.at("name").get<std::string>();
   Config& c = e.searcher;
-  c.algorithm = name == "asha"     ? Algorithm::asha
-                : name == "random" ? Algorithm::random
-                                   : Algorithm::grid;
+  c.algorithm = s.at("name").get<Algorithm>();
   c.metric = s.at("metric").get<std::string>();
-  c.mode = s.at("mode").get<std::string>() == "min" ? Mode::min : Mode::max;
+  c.mode = s.at("mode").get<Mode>();
   c.max_trials = s.at("max_trials").get<int>();
   c.max_concurrent_trials = s.at("max_concurrent_trials").get<int>();
   c.divisor = s.at("divisor").get<double>();
@@ -386,8 +364,7 @@ Experiment experiment_from_json(const nlohmann::json& j) {
   c.seed = s.at("seed").get<std::uint64_t>();
   c.max_restarts = s.at("max_restarts").get<int>();
   // Absent in searches begun before it: promotion, the only mode then.
-  c.asha_mode = s.value("asha_mode", std::string("promotion")) == "stopping" ? AshaMode::stopping
-                                                                             : AshaMode::promotion;
+  c.asha_mode = s.value("asha_mode", AshaMode::promotion);
   // Absent in searches begun before it: every rung a job of its own, as they began.
   c.continue_in_job = s.value("continue_in_job", false);
   validate(c);

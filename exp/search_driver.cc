@@ -415,7 +415,7 @@ class Driver {
     trial_event(op.trial, "submitted",
                 fmt::format("job {}: rung {}, {} steps ({})", job, op.rung, op.budget, op.reason));
     say(fmt::format("{}: job {} ({} to rung {}, {} steps; {}) {}{}", op.trial, job,
-                    op_name(op.kind), op.rung, op.budget, op.reason, op.hparams.dump(),
+                    name_of(op.kind), op.rung, op.budget, op.reason, op.hparams.dump(),
                     held ? " held (paused)" : ""));
   }
 
@@ -446,7 +446,7 @@ class Driver {
       }
       if (e.kind == Event::Kind::stopped) continue;  // said by apply_trial_controls
       if (e.kind == Event::Kind::failed) {
-        say(fmt::format("{}: run failed ({}); now {}", t->id, e.reason, state_name(t->state)));
+        say(fmt::format("{}: run failed ({}); now {}", t->id, e.reason, name_of(t->state)));
       } else if (e.kind == Event::Kind::rung_done) {
         const auto it = t->rung_values.find(t->rung);
         if (it != t->rung_values.end()) {
@@ -456,7 +456,7 @@ class Driver {
       } else if (!t->rung_values.empty()) {
         const auto& [rung, value] = *t->rung_values.rbegin();
         say(fmt::format("{}: rung {} done, {}={:.6g}; now {}", t->id, rung, e_.searcher.metric,
-                        value, state_name(t->state)));
+                        value, name_of(t->state)));
       }
     }
   }

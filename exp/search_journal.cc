@@ -216,14 +216,14 @@ void request(const std::string& root, const std::string& experiment, const std::
     }
     if (r.finished) {
       throw InputError(fmt::format("{}: search '{}' is over; trial '{}' is {}", verb, experiment,
-                                   trial, state_name(t->state)));
+                                   trial, name_of(t->state)));
     }
     const auto it = r.trial_control.find(trial);
     const std::string now = it == r.trial_control.end() ? "running" : it->second;
     if (now == "stopped" || (t->state != TrialState::running && t->state != TrialState::waiting)) {
       throw InputError(fmt::format(
           "{}: trial '{}' of search '{}' is {}; only a running or waiting trial can be {}", verb,
-          trial, experiment, now == "stopped" ? "stopped" : state_name(t->state),
+          trial, experiment, now == "stopped" ? "stopped" : name_of(t->state),
           what == "paused"   ? "paused"
           : what == "resume" ? "resumed"
                              : "stopped"));
@@ -267,7 +267,7 @@ json status(const std::string& root, const std::string& experiment) {
   json ops = json::array();
   for (const auto& op : r.ops) {
     ops.push_back({{"index", op.index},
-                   {"kind", op_name(op.kind)},
+                   {"kind", name_of(op.kind)},
                    {"trial", op.trial},
                    {"budget", op.budget},
                    {"rung", op.rung},

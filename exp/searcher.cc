@@ -57,44 +57,6 @@ std::vector<nlohmann::json> grid_values(const Param& p) {
 
 }  // namespace
 
-const char* state_name(TrialState s) {
-  switch (s) {
-    case TrialState::running: return "running";
-    case TrialState::waiting: return "waiting";
-    case TrialState::completed: return "completed";
-    case TrialState::stopped: return "stopped";
-    case TrialState::failed: return "failed";
-  }
-  return "?";
-}
-
-const char* pause_name(Pause p) {
-  switch (p) {
-    case Pause::none: return "none";
-    case Pause::pausing: return "pausing";
-    case Pause::unpausing: return "unpausing";
-    case Pause::paused: return "paused";
-    case Pause::queued: return "queued";
-  }
-  return "?";
-}
-
-const char* asha_mode_name(AshaMode m) {
-  return m == AshaMode::stopping ? "stopping" : "promotion";
-}
-
-const char* op_name(Op::Kind k) {
-  switch (k) {
-    case Op::Kind::create: return "create";
-    case Op::Kind::resume: return "resume";
-    case Op::Kind::stop: return "stop";
-    case Op::Kind::complete: return "complete";
-    case Op::Kind::hold: return "hold";
-    case Op::Kind::release: return "release";
-  }
-  return "?";
-}
-
 bool continuation_fits(double time_left, std::int64_t steps, double step_seconds, double warning) {
   if (std::isinf(time_left) && time_left > 0) return true;  // no time limit
   if (time_left < 0 || step_seconds < 0 || warning < 0 || steps < 0) return false;
@@ -513,12 +475,12 @@ nlohmann::json Searcher::snapshot() const {
     for (const auto& [k, v] : t.rung_values) values[std::to_string(k)] = v;
     trials.push_back({{"id", t.id},
                       {"hparams", t.hparams},
-                      {"state", state_name(t.state)},
+                      {"state", t.state},
                       {"rung", t.rung},
                       {"restarts", t.restarts},
                       {"rung_values", values},
                       {"reason", t.reason},
-                      {"pause", pause_name(t.pause)}});
+                      {"pause", t.pause}});
   }
   const auto b = best();
   return {{"rungs", rungs_},     {"trials", trials},      {"next_op", next_op_},

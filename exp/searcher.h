@@ -15,7 +15,19 @@
 
 namespace dl::exp::search {
 
+// An enum's name in the experiment file, the journals and the status: the
+// NLOHMANN_JSON_SERIALIZE_ENUM after it (a name read back that none has is the first
+// pair's).
+template <typename E>
+std::string name_of(E e) {
+  return nlohmann::json(e).template get<std::string>();
+}
+
 enum class ParamKind { integer, real, log_real, categorical };
+NLOHMANN_JSON_SERIALIZE_ENUM(ParamKind, {{ParamKind::categorical, "categorical"},
+                                         {ParamKind::integer, "int"},
+                                         {ParamKind::real, "float"},
+                                         {ParamKind::log_real, "log"}})
 
 struct Param {
   std::string name;
@@ -27,11 +39,16 @@ struct Param {
 };
 
 enum class Algorithm { asha, random, grid };
+NLOHMANN_JSON_SERIALIZE_ENUM(Algorithm, {{Algorithm::grid, "grid"},
+                                         {Algorithm::asha, "asha"},
+                                         {Algorithm::random, "random"}})
 enum class Mode { min, max };
+NLOHMANN_JSON_SERIALIZE_ENUM(Mode, {{Mode::max, "max"}, {Mode::min, "min"}})
 // asha: promotion waits at a rung until the trial ranks in the top 1/divisor; stopping
 // decides at once, against the values of the rung so far (see above).
 enum class AshaMode { promotion, stopping };
-const char* asha_mode_name(AshaMode m);
+NLOHMANN_JSON_SERIALIZE_ENUM(AshaMode,
+                             {{AshaMode::promotion, "promotion"}, {AshaMode::stopping, "stopping"}})
 
 struct Config {
   Algorithm algorithm = Algorithm::asha;
@@ -128,8 +145,19 @@ struct Op {
   bool in_job = false;
 };
 
+NLOHMANN_JSON_SERIALIZE_ENUM(Op::Kind, {{Op::Kind::create, "create"},
+                                        {Op::Kind::resume, "resume"},
+                                        {Op::Kind::stop, "stop"},
+                                        {Op::Kind::complete, "complete"},
+                                        {Op::Kind::hold, "hold"},
+                                        {Op::Kind::release, "release"}})
+
 enum class TrialState { running, waiting, completed, stopped, failed };
-const char* state_name(TrialState s);
+NLOHMANN_JSON_SERIALIZE_ENUM(TrialState, {{TrialState::running, "running"},
+                                          {TrialState::waiting, "waiting"},
+                                          {TrialState::completed, "completed"},
+                                          {TrialState::stopped, "stopped"},
+                                          {TrialState::failed, "failed"}})
 // A trial's pause, beside its state (running or waiting):
 //   none      not paused
 //   pausing   paused while running, its job not yet off its GPUs: it still counts
@@ -137,8 +165,11 @@ const char* state_name(TrialState s);
 //   paused    paused (its job held, or waiting at a rung): does not count, not promoted
 //   queued    resumed, waits for a free slot (its job held): does not count
 enum class Pause { none, pausing, unpausing, paused, queued };
-const char* pause_name(Pause p);
-const char* op_name(Op::Kind k);
+NLOHMANN_JSON_SERIALIZE_ENUM(Pause, {{Pause::none, "none"},
+                                     {Pause::pausing, "pausing"},
+                                     {Pause::unpausing, "unpausing"},
+                                     {Pause::paused, "paused"},
+                                     {Pause::queued, "queued"}})
 
 // Whether a job with `time_left` seconds before its time limit can run `steps` more
 // steps of `step_seconds` each and still keep `warning` seconds at the end (dlrun's

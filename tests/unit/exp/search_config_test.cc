@@ -64,6 +64,13 @@ TEST(SearchConfig, ReadsAGoodFile) {
   // The normalized form reads back to the same search.
   const Experiment back = experiment_from_json(to_json(e));
   EXPECT_EQ(to_json(back), to_json(e));
+  // The names search.json has always used (searches begun before keep reading back).
+  const nlohmann::json j = to_json(e);
+  EXPECT_EQ(j["hyperparameters"][0]["type"], "log");
+  EXPECT_EQ(j["hyperparameters"][1]["type"], "int");
+  EXPECT_EQ(j["hyperparameters"][3]["type"], "categorical");
+  EXPECT_EQ(j["searcher"]["name"], "asha");
+  EXPECT_EQ(j["searcher"]["mode"], "min");
   Searcher a(e.searcher), b(back.searcher);
   EXPECT_EQ(a.start().front().hparams, b.start().front().hparams);
 }
