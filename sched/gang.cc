@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <numeric>
+#include <utility>
 
 namespace dl {
 namespace {
@@ -340,6 +341,38 @@ std::optional<Shape> other_split_that_fits(std::uint32_t gpus, std::uint32_t gpu
     if (fits_now(s, free, cpus_per_gpu)) return s;
   }
   return std::nullopt;
+}
+
+ReshapePass::ReshapePass(std::vector<FreeNode> free, std::vector<Partition> partitions)
+    : free_(std::move(free)),
+      partitions_(std::move(partitions)),
+      blocked_in_(partitions_.size(), false) {}
+
+std::optional<Shape> ReshapePass::next(
+    const Job& job, const std::function<std::optional<std::uint32_t>()>& reshapable_gpus) {
+  if (job.partition >= partitions_.size() || blocked_in_[job.partition]) return std::nullopt;
+  const Partition& part = partitions_[job.partition];
+  std::vector<FreeNode> view;
+  view.reserve(part.nodes.size());
+  for (const auto n : part.nodes) view.push_back(free_[n]);
+  Shape start = job.shape;
+  std::optional<Shape> reshaped;
+  if (!fits_now(job.shape, view, job.cpus_per_gpu)) {
+    const auto gpus = reshapable_gpus();
+    if (gpus) {
+      reshaped =
+          other_split_that_fits(*gpus, part.gpus_per_node, job.shape, view, job.cpus_per_gpu);
+    }
+    if (!reshaped) {
+      blocked_in_[job.partition] = true;
+      ++blocked_;
+      return std::nullopt;
+    }
+    start = *reshaped;
+  }
+  take(start, view, job.cpus_per_gpu);
+  for (std::size_t i = 0; i < part.nodes.size(); ++i) free_[part.nodes[i]] = view[i];
+  return reshaped;
 }
 
 }  // namespace dl

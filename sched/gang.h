@@ -20,6 +20,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -117,6 +118,41 @@ void take(const Shape& shape, std::vector<FreeNode>& free, std::uint32_t cpus_pe
 std::optional<Shape> other_split_that_fits(std::uint32_t gpus, std::uint32_t gpus_per_node,
                                            const Shape& current, const std::vector<FreeNode>& free,
                                            std::uint32_t cpus_per_gpu);
+
+// The reshape decision of one pass, the same for site_factor/dl (reshape=yes) and dl-sim
+// (--shapes even-reshaped): the caller hands it the waiting jobs in Slurm's order (the
+// partition's PriorityTier, the job's priority, the older job first) while open(); each
+// starts where it fits in its own shape, else in the first other even split that fits
+// (a reshape), else its partition is blocked for the rest of the pass, as Slurm's main
+// scheduler stops at the first job of a partition it cannot start.
+class ReshapePass {
+ public:
+  struct Partition {
+    std::vector<std::size_t> nodes;  // indices into `free`
+    std::uint32_t gpus_per_node = 0;
+  };
+  struct Job {
+    std::size_t partition = 0;  // index into the partitions
+    Shape shape;                // its shape now
+    std::uint32_t cpus_per_gpu = 1;
+  };
+  // `partitions`: those jobs wait in (the pass ends when each is blocked).
+  ReshapePass(std::vector<FreeNode> free, std::vector<Partition> partitions);
+
+  bool open() const { return blocked_ < partitions_.size(); }
+  // The next job: the split it starts in when that is not its own shape, else nullopt
+  // (it starts in its own, or cannot start). `reshapable_gpus` is asked only for a job
+  // that does not fit in its own shape: its GPUs when it may be reshaped (reshape_note),
+  // else nullopt.
+  std::optional<Shape> next(const Job& job,
+                            const std::function<std::optional<std::uint32_t>()>& reshapable_gpus);
+
+ private:
+  std::vector<FreeNode> free_;
+  std::vector<Partition> partitions_;
+  std::vector<bool> blocked_in_;
+  std::size_t blocked_ = 0;
+};
 
 // Whether a pending job may be reshaped: an even gang (placement even, not elastic) of
 // `gpus` GPUs that its `shape` holds exactly, whose comment (up to " | ") is the one

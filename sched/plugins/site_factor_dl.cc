@@ -243,69 +243,49 @@ struct Waiting {
 // Caller holds slurmctld's job and node locks. `looked` is how many waiting jobs it took
 // off the heap.
 std::vector<Reshape> plan_reshapes(std::vector<Waiting> waiting, std::size_t& looked) {
+  // The partitions jobs wait in (a partition nothing waits in never blocks: counting it
+  // would pop kLooked jobs every pass).
+  std::vector<const part_record_t*> waited_in;
+  const std::vector<FreeNode> free = free_nodes();
+  std::vector<ReshapePass::Partition> partitions;
+  for (const Waiting& w : waiting) {
+    const part_record_t* part = w.job->part_ptr;
+    if (std::find(waited_in.begin(), waited_in.end(), part) != waited_in.end()) continue;
+    waited_in.push_back(part);
+    ReshapePass::Partition p;
+    for (std::size_t n = 0; n < free.size(); ++n) {
+      if (bit_test(part->node_bitmap, static_cast<bitoff_t>(n))) p.nodes.push_back(n);
+    }
+    p.gpus_per_node = capacity_of(part).gpus_per_node();
+    partitions.push_back(std::move(p));
+  }
+  ReshapePass pass(free, std::move(partitions));
   // A heap, not a sort: the pass usually stops after a few jobs.
   std::make_heap(waiting.begin(), waiting.end());
-  struct Part {
-    std::vector<std::size_t> nodes;
-    std::uint32_t gpus_per_node = 0;
-    bool blocked = false;
-  };
-  std::unordered_map<const part_record_t*, Part> parts;
   std::vector<Reshape> out;
   // As bf_max_job_test bounds the backfill pass: the first jobs only.
   constexpr std::size_t kLooked = 1000;
-  std::vector<FreeNode> free = free_nodes();
-  // Done once every partition a job waits in has a job that cannot start (a partition
-  // nothing waits in never blocks: counting it would pop kLooked jobs every pass).
-  std::vector<const part_record_t*> waited_in;
-  for (const Waiting& w : waiting) {
-    if (std::find(waited_in.begin(), waited_in.end(), w.job->part_ptr) == waited_in.end()) {
-      waited_in.push_back(w.job->part_ptr);
-    }
-  }
-  const std::size_t partitions = waited_in.size();
-  std::size_t blocked = 0;
-  for (looked = 0; !waiting.empty() && looked < kLooked && blocked < partitions; ++looked) {
+  for (looked = 0; !waiting.empty() && looked < kLooked && pass.open(); ++looked) {
     std::pop_heap(waiting.begin(), waiting.end());
     job_record_t* job = waiting.back().job;
     waiting.pop_back();
-    const part_record_t* part_ptr = job->part_ptr;
-    auto [it, fresh] = parts.try_emplace(part_ptr);
-    Part& part = it->second;
-    if (fresh) {
-      for (std::size_t n = 0; n < free.size(); ++n) {
-        if (bit_test(part_ptr->node_bitmap, static_cast<bitoff_t>(n))) part.nodes.push_back(n);
-      }
-      part.gpus_per_node = capacity_of(part_ptr).gpus_per_node();
-    }
-    if (part.blocked) continue;
-    std::vector<FreeNode> view;
-    view.reserve(part.nodes.size());
-    for (const auto n : part.nodes) view.push_back(free[n]);
+    const auto part = static_cast<std::size_t>(
+        std::find(waited_in.begin(), waited_in.end(), job->part_ptr) - waited_in.begin());
     const Shape shape = shape_of(job);
-    const std::uint32_t cpus = cpus_per_gpu(job);
-    Shape start = shape;
-    if (!fits_now(shape, view, cpus)) {
-      const auto r = reshapable(job, shape);
-      const auto other =
-          r ? other_split_that_fits(r->gpus, part.gpus_per_node, shape, view, cpus) : std::nullopt;
-      if (!other) {
-        part.blocked = true;
-        ++blocked;
-        continue;
-      }
-      start = *other;
-      std::string tres = fmt::format("{}:{}", kGpuTres, other->gpus_per_node);
-      if (const auto rest = without_gpus(job->tres_per_node ? job->tres_per_node : "");
-          !rest.empty()) {
-        tres += "," + rest;
-      }
-      out.push_back({job->job_id, shape, *other,
-                     reshaped_comment(job->comment, r->gpus, r->preemptible, shape, *other),
-                     std::move(tres)});
+    std::optional<Reshapable> r;
+    const auto other = pass.next({part, shape, cpus_per_gpu(job)}, [&] {
+      r = reshapable(job, shape);
+      return r ? std::optional<std::uint32_t>(r->gpus) : std::nullopt;
+    });
+    if (!other) continue;
+    std::string tres = fmt::format("{}:{}", kGpuTres, other->gpus_per_node);
+    if (const auto rest = without_gpus(job->tres_per_node ? job->tres_per_node : "");
+        !rest.empty()) {
+      tres += "," + rest;
     }
-    take(start, view, cpus);
-    for (std::size_t i = 0; i < part.nodes.size(); ++i) free[part.nodes[i]] = view[i];
+    out.push_back({job->job_id, shape, *other,
+                   reshaped_comment(job->comment, r->gpus, r->preemptible, shape, *other),
+                   std::move(tres)});
   }
   return out;
 }

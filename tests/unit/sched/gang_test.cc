@@ -312,6 +312,52 @@ TEST(Reshape, TakingAShapeUsesTheNodesWithTheFewestFreeGpusThatHaveEnough) {
   EXPECT_FALSE(fits_now(s, free, 1));
 }
 
+// One pass over the waiting jobs in their order, as site_factor/dl and dl-sim run it.
+TEST(ReshapePass, JobsStartInOrderReshapedWhenTheirSplitDoesNotFitUntilOneCannot) {
+  // Partition 0: nodes 0-4 (4 GPUs each), 2 free on each; partition 1: node 5, 4 free.
+  std::vector<FreeNode> free = {{2, 8}, {2, 8}, {2, 8}, {2, 8}, {2, 8}, {4, 8}};
+  ReshapePass pass(free, {{{0, 1, 2, 3, 4}, 4}, {{5}, 4}});
+  const auto reshapable = [](std::optional<std::uint32_t> gpus) { return [gpus] { return gpus; }; };
+  int asked = 0;
+  const auto counted = [&] {
+    ++asked;
+    return std::optional<std::uint32_t>(8);
+  };
+  // 2 GPUs on one node fit: they start there (node 0) and nobody is asked whether the
+  // job may be reshaped.
+  EXPECT_FALSE(pass.next({0, even_split(2, 4), 1}, counted).has_value());
+  EXPECT_EQ(asked, 0);
+  // 8 GPUs as 2x4 do not fit; as 4x2 they do: a reshape, taking nodes 1-4.
+  const auto eight = pass.next({0, even_split(8, 4), 1}, counted);
+  ASSERT_TRUE(eight.has_value());
+  EXPECT_EQ(eight->layout(), "4x2");
+  EXPECT_EQ(asked, 1);
+  // Partition 0 is full: a 2-GPU gang that may not be reshaped blocks it, and the jobs
+  // after it there are not looked at (a 1-GPU one is not even asked about).
+  EXPECT_TRUE(pass.open());
+  EXPECT_FALSE(pass.next({0, even_split(2, 4), 1}, reshapable(std::nullopt)).has_value());
+  EXPECT_TRUE(pass.open());  // partition 1 is still open
+  Shape one;
+  one.gpus_per_node = 1;
+  EXPECT_FALSE(pass.next({0, one, 1}, counted).has_value());
+  EXPECT_EQ(asked, 1);
+  // Partition 1: 8 GPUs (2x4) do not fit its one node; nothing else does: blocked.
+  EXPECT_FALSE(pass.next({1, even_split(8, 4), 1}, reshapable(8)).has_value());
+  EXPECT_FALSE(pass.open());
+}
+
+TEST(ReshapePass, AJobThatStartsTakesItsGpusFromTheLaterJobs) {
+  // One partition of two 4-GPU nodes, all free: a 1x4 gang takes node 0; a second one
+  // fits on node 1; a third does not fit, even as 2x2 or 4x1.
+  ReshapePass pass({{4, 8}, {4, 8}}, {{{0, 1}, 4}});
+  const auto four = [] { return std::optional<std::uint32_t>(4); };
+  EXPECT_FALSE(pass.next({0, even_split(4, 4), 1}, four).has_value());
+  EXPECT_FALSE(pass.next({0, even_split(4, 4), 1}, four).has_value());
+  EXPECT_TRUE(pass.open());
+  EXPECT_FALSE(pass.next({0, even_split(4, 4), 1}, four).has_value());
+  EXPECT_FALSE(pass.open());
+}
+
 TEST(Reshape, OnlyAnEvenGangAsJobSubmitShapedItAndExactlyItsGpus) {
   Shape s;
   s.nodes_min = s.nodes_max = 2;
