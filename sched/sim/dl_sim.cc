@@ -147,9 +147,9 @@ int main(int argc, char** argv) {
                  "dl: gangs larger than a node as job_submit/dl's pack (whole nodes) or even "
                  "(split evenly over shared nodes; even-first: that split only, placed as Slurm's "
                  "cons_tres does and under Slurm's schedulers, as the plugins run; "
-                 "even-reshaped: as even-first, but a job that does not fit now in its split "
-                 "starts in another even split that does, as the plugins do with "
-                 "reshape=yes, which even-first then also means)")
+                 "even-reshaped: as even-first, and at each of site_factor/dl's samples a job "
+                 "that does not fit now in its split takes another even split that does, as "
+                 "the plugins do with reshape=yes, which even-first then also means)")
       ->capture_default_str();
   app.add_option("--requeue-delay", o.requeue_delay_s, "seconds Slurm holds a requeued job")
       ->capture_default_str()

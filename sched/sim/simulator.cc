@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <numeric>
 #include <queue>
 #include <random>
 #include <set>
@@ -24,7 +25,7 @@ namespace {
 // Slurm-like uniform draws that do not depend on the standard library's distributions.
 double uniform01(std::mt19937_64& rng) { return static_cast<double>(rng() >> 11) * 0x1.0p-53; }
 
-enum class Kind : std::uint8_t { end, eligible, backfill, promote, tick };
+enum class Kind : std::uint8_t { end, eligible, backfill, promote, tick, reshape };
 
 struct Event {
   double t;
@@ -151,7 +152,7 @@ struct Simulator::Impl {
             s = fit_gang(Gang{t.gpus, Placement::even, std::nullopt, std::nullopt}, capacity,
                          "dl-sim");
             const auto all = even_splits(t.gpus, o.gpus_per_node, o.nodes);
-            const bool others = o.shapes == Shapes::even || o.shapes == Shapes::even_reshaped;
+            const bool others = o.shapes == Shapes::even;
             for (std::size_t k = 1; others && k < all.size(); ++k) {
               j.more_shapes.emplace_back(all[k].nodes_min, all[k].gpus_per_node);
             }
@@ -183,6 +184,11 @@ struct Simulator::Impl {
     }
     scratch.reserve(o.nodes);
     if (!jobs.empty()) usage = Usage(jobs.front().t.submit_s, jobs.back().t.submit_s);
+    if (o.policy == Policy::dl && o.shapes == Shapes::even_reshaped && !jobs.empty()) {
+      // site_factor/dl samples every interval from its start.
+      const double every = static_cast<double>(o.priority.interval.count());
+      events.push({std::ceil(jobs.front().t.submit_s / every) * every, Kind::reshape, kNoJob, 0});
+    }
   }
 
   void check_options() const {
@@ -212,6 +218,39 @@ struct Simulator::Impl {
     free_total += std::int64_t{value} - free[node];
     free[node] = value;
     ++nodes_with_free[value];
+  }
+
+  // site_factor/dl's reshape=yes at one of its samples: the pending jobs in their order
+  // through the same pass (dl::ReshapePass); a job reshaped keeps its new split, as in
+  // Slurm. Every node has CPUs enough.
+  void reshape_pass() {
+    if (queue.empty()) return;
+    std::vector<FreeNode> f;
+    f.reserve(free.size());
+    for (const auto g : free) f.push_back({g, std::numeric_limits<std::uint32_t>::max() / 2});
+    ReshapePass::Partition all;
+    all.nodes.resize(o.nodes);
+    std::iota(all.nodes.begin(), all.nodes.end(), std::size_t{0});
+    all.gpus_per_node = o.gpus_per_node;
+    ReshapePass pass(std::move(f), {std::move(all)});
+    constexpr std::size_t kLooked = 1000;  // as site_factor/dl
+    std::size_t looked = 0;
+    for (auto it = queue.begin(); it != queue.end() && pass.open() && looked < kLooked;
+         ++it, ++looked) {
+      Job& j = jobs[it->second];
+      Shape s;
+      s.nodes_min = s.nodes_max = j.nodes;
+      s.gpus_per_node = j.per_node;
+      // As reshape_note: a gang on several nodes that holds exactly its GPUs.
+      const bool reshapable = j.nodes >= 2 && j.nodes * j.per_node == j.t.gpus;
+      const auto to = pass.next({0, s, 1}, [&] {
+        return reshapable ? std::optional<std::uint32_t>(j.t.gpus) : std::nullopt;
+      });
+      if (!to) continue;
+      j.nodes = to->nodes_min;
+      j.per_node = to->gpus_per_node;
+      ++version;
+    }
   }
 
   std::int64_t most_free_on_a_node() const {
@@ -685,6 +724,15 @@ struct Simulator::Impl {
           continue;
         }
         Job& j = jobs[e.job];
+        if (e.kind == Kind::reshape) {
+          reshape_pass();
+          // While anything can still change; else the loop ends as it would without.
+          if (next_arrival < jobs.size() || !running.empty()) {
+            events.push(
+                {now + static_cast<double>(o.priority.interval.count()), Kind::reshape, kNoJob, 0});
+          }
+          continue;
+        }
         if (e.kind == Kind::tick) {
           if (e.t == tick_at) tick_at = kInf;
           ++version;  // the main pass tries preemption again

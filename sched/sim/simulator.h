@@ -37,10 +37,10 @@ enum class Shapes {
   // a blocked head preempt only there, off the nodes reserved for higher jobs. What the
   // plugins get from Slurm: the calibration against slurmctld.
   even_first,
-  // site_factor/dl's reshape=yes under Slurm's schedulers: as even_first, but the main
-  // scheduler starts a job in another even split that fits now, while backfill
-  // reservations and preemption keep the first split. even_first with
-  // priority.reshape means this.
+  // site_factor/dl's reshape=yes under Slurm's schedulers: as even_first, and at each of
+  // site_factor/dl's samples (every priority.interval) the same reshape pass
+  // (dl::ReshapePass) gives a pending job whose split does not fit now another even
+  // split that does; the job keeps it. even_first with priority.reshape means this.
   even_reshaped,
 };
 

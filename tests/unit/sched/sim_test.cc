@@ -450,16 +450,19 @@ TEST(Sim, EvenFirstShapesKeepJobSubmitsOneSplitAsSlurmDoes) {
 
 TEST(Sim, EvenReshapedShapesTakeAnotherSplitUnderSlurmsSchedulers) {
   // As above under Slurm's schedulers (cons_tres placement): with the other splits the
-  // 6-GPU gang starts at once as 6x1; without them it waits for its 2x3.
+  // 6-GPU gang (submitted at 5) starts as 6x1 once site_factor/dl's next sample (every
+  // 30 s from 0) has reshaped it; without them it waits for its 2x3.
   const std::vector<TraceJob> trace = one_gpu_free_on_six_nodes();
   Options reshaped = cluster(Policy::dl, 6, 4);
   reshaped.shapes = Shapes::even_reshaped;
-  EXPECT_DOUBLE_EQ(simulate(trace, reshaped).outcomes[6].start_s, 5);
+  EXPECT_DOUBLE_EQ(simulate(trace, reshaped).outcomes[6].start_s, 30);
+  reshaped.priority.interval = std::chrono::seconds(10);
+  EXPECT_DOUBLE_EQ(simulate(trace, reshaped).outcomes[6].start_s, 10);
   reshaped.shapes = Shapes::even_first;
   EXPECT_GE(simulate(trace, reshaped).outcomes[6].start_s, 1000);
   // site_factor/dl's reshape=yes in the priority parameters means the same.
   reshaped.priority = parse_priority_params("reshape=yes");
-  EXPECT_DOUBLE_EQ(simulate(trace, reshaped).outcomes[6].start_s, 5);
+  EXPECT_DOUBLE_EQ(simulate(trace, reshaped).outcomes[6].start_s, 30);
 }
 
 TEST(Sim, ShapesOptionSetsTheModel) {
