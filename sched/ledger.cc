@@ -10,12 +10,14 @@
 
 #include "core/error.h"
 #include "core/spec.h"
+#include "sched/priority.h"
 
 namespace dl {
 namespace {
 
 constexpr std::string_view kHeaderV1 = "slurm-dl service-ledger 1";
-constexpr std::string_view kHeader = "slurm-dl service-ledger 2";
+constexpr std::string_view kHeaderV2 = "slurm-dl service-ledger 2";
+constexpr std::string_view kHeader = "slurm-dl service-ledger 3";
 
 // Paths may hold any byte but NUL: written as lowercase hex, "-" when empty.
 std::string hex(std::string_view s) {
@@ -253,11 +255,39 @@ Service ServiceLedger::observe(std::uint32_t job, const JobSnapshot& s, std::int
     return service(e, now);
   }
   const auto it = jobs_.find(job);
-  if (it == jobs_.end()) return {};
-  mark(it->second);
-  stop(it->second, s.finished || s.completing ? s.end : 0);
-  if (s.finished) carry_out(it->second, now);
-  return service(it->second, now);
+  if (it == jobs_.end()) {
+    // It ran between two samples: its one run, as Slurm shows it.
+    if (s.finished && s.start != 0 && s.end > s.start && s.gpus > 0) {
+      count_finished(job, static_cast<double>(s.end - s.start) * s.gpus);
+    }
+    return {};
+  }
+  Entry& e = it->second;
+  mark(e);
+  stop(e, s.finished || s.completing ? s.end : 0);
+  const Service now_service = service(e, now);
+  if (s.finished) {
+    carry_out(e, now);
+    if (e.gpus > 0) count_finished(job, now_service.attained);
+  }
+  return now_service;
+}
+
+// Once per job: a finished job is seen at every sample until Slurm purges it.
+void ServiceLedger::count_finished(std::uint32_t job, double gpu_s) {
+  if (!finished_ids_.insert(job).second) return;
+  finished_.emplace_back(job, gpu_s);
+  if (finished_.size() > kAdaptWindow) {
+    finished_ids_.erase(finished_.front().first);
+    finished_.pop_front();
+  }
+}
+
+std::vector<double> ServiceLedger::finished_service() const {
+  std::vector<double> out;
+  out.reserve(finished_.size());
+  for (const auto& f : finished_) out.push_back(f.second);
+  return out;
 }
 
 void ServiceLedger::end_sweep() {
@@ -316,23 +346,24 @@ std::string ServiceLedger::serialize() const {
   for (const auto& [key, a] : accounts_) {
     body += fmt::format("a {} {:.0f} {} {}\n", key.first, a.gpu_s, a.at, hex(key.second));
   }
-  return fmt::format("{}\n{}end {} {} {:016x}\n", kHeader, body, jobs_.size(), accounts_.size(),
-                     fnv1a(body));
+  for (const auto& [job, gpu_s] : finished_) body += fmt::format("f {} {:.0f}\n", job, gpu_s);
+  return fmt::format("{}\n{}end {} {} {} {:016x}\n", kHeader, body, jobs_.size(), accounts_.size(),
+                     finished_.size(), fnv1a(body));
 }
 
-// Reads version 2 and version 1 (no carried service, no accounts), which an upgraded
-// slurmctld finds in its StateSaveLocation.
+// Reads versions 3, 2 (no finished jobs) and 1 (no carried service, no accounts either),
+// which an upgraded slurmctld finds in its StateSaveLocation.
 ServiceLedger ServiceLedger::parse(std::string_view text) {
   const auto fail = [](const std::string& why) {
     return InputError(fmt::format("service ledger: {}", why));
   };
-  bool v1 = false;
-  if (text.substr(0, kHeaderV1.size() + 1) == fmt::format("{}\n", kHeaderV1)) {
-    v1 = true;
-  } else if (text.substr(0, kHeader.size() + 1) != fmt::format("{}\n", kHeader)) {
-    throw fail("missing header");
+  int version = 0;
+  for (const auto& [v, header] : {std::pair{1, kHeaderV1}, {2, kHeaderV2}, {3, kHeader}}) {
+    if (text.substr(0, header.size() + 1) == fmt::format("{}\n", header)) version = v;
   }
-  text.remove_prefix(kHeader.size() + 1);
+  if (version == 0) throw fail("missing header");
+  const bool v1 = version == 1;
+  text.remove_prefix(text.find('\n') + 1);
   const auto trailer_at = text.rfind("end ");
   if (trailer_at == std::string_view::npos || (trailer_at != 0 && text[trailer_at - 1] != '\n') ||
       text.back() != '\n') {
@@ -342,6 +373,7 @@ ServiceLedger ServiceLedger::parse(std::string_view text) {
   auto trailer = text.substr(trailer_at + 4, text.size() - trailer_at - 5);
   const auto count = field<std::size_t>(trailer, 0);
   const auto account_count = v1 ? 0 : field<std::size_t>(trailer, 0);
+  const auto finished_count = version < 3 ? 0 : field<std::size_t>(trailer, 0);
   const auto sum = field<std::uint64_t>(trailer, 0, 16);
   if (!trailer.empty() || sum != fnv1a(body)) throw fail("checksum mismatch");
   ServiceLedger ledger;
@@ -351,6 +383,18 @@ ServiceLedger ServiceLedger::parse(std::string_view text) {
     auto line = body.substr(start, nl - start);
     start = nl + 1;
     ++line_no;
+    if (version >= 3 && line.substr(0, 2) == "f ") {
+      line.remove_prefix(2);
+      const auto job = field<std::uint32_t>(line, line_no);
+      const auto gpu_s = field<double>(line, line_no);
+      if (!line.empty() || ledger.finished_.size() >= kAdaptWindow ||
+          !ledger.finished_ids_.insert(job).second) {
+        throw fail(fmt::format("line {}: bad finished job", line_no));
+      }
+      ledger.finished_.emplace_back(job, gpu_s);
+      continue;
+    }
+    if (!ledger.finished_.empty()) throw fail(fmt::format("line {}: out of order", line_no));
     if (!v1 && line.substr(0, 2) == "a ") {
       line.remove_prefix(2);
       const auto uid = field<std::uint32_t>(line, line_no);
@@ -390,7 +434,8 @@ ServiceLedger ServiceLedger::parse(std::string_view text) {
       throw fail(fmt::format("line {}: out of order", line_no));
     }
   }
-  if (ledger.jobs_.size() != count || ledger.accounts_.size() != account_count) {
+  if (ledger.jobs_.size() != count || ledger.accounts_.size() != account_count ||
+      ledger.finished_.size() != finished_count) {
     throw fail("entry count mismatch");
   }
   return ledger;

@@ -45,20 +45,37 @@ PriorityParams parse_priority_params(std::string_view text) {
       p.carry_half_life = parse_duration(label, value, seconds(60), seconds(86400L * 3650));
     } else if (key == "queues") {
       p.queues.clear();
+      p.queue_percentiles.clear();
+      const std::string_view given = value == "auto" ? "p50:p95" : value;
+      const bool percentiles = !given.empty() && given.front() == 'p';
       std::size_t from = 0;
-      while (from <= value.size()) {
-        const auto to = std::min(value.find(':', from), value.size());
-        const auto t = parse_duration(label, value.substr(from, to - from), seconds(1),
-                                      seconds(86400L * 365 * 1000));
-        if (!p.queues.empty() && static_cast<double>(t.count()) <= p.queues.back()) {
+      while (from <= given.size()) {
+        const auto to = std::min(given.find(':', from), given.size());
+        const auto one = given.substr(from, to - from);
+        if (percentiles != (!one.empty() && one.front() == 'p')) {
+          throw InputError(
+              fmt::format("priority parameter '{}': thresholds are either all durations or all "
+                          "percentiles (p1-p99)",
+                          item));
+        }
+        auto& list = percentiles ? p.queue_percentiles : p.queues;
+        const double t =
+            percentiles
+                ? static_cast<double>(parse_uint(label, one.substr(1), 1, 99))
+                : static_cast<double>(
+                      parse_duration(label, one, seconds(1), seconds(86400L * 365 * 1000)).count());
+        if (!list.empty() && t <= list.back()) {
           throw InputError(
               fmt::format("priority parameter '{}': queue thresholds must be ascending", item));
         }
-        p.queues.push_back(static_cast<double>(t.count()));
+        list.push_back(t);
         from = to + 1;
       }
       if (p.queues.size() > 100) {
         throw InputError(fmt::format("priority parameter '{}': at most 100 thresholds", item));
+      }
+      if (percentiles) {
+        p.queues.assign(p.queue_percentiles.size(), std::numeric_limits<double>::infinity());
       }
     } else if (key == "starve") {
       p.starve_factor = static_cast<double>(parse_uint(label, value, 0, 1000));
@@ -84,6 +101,22 @@ PriorityParams parse_priority_params(std::string_view text) {
     }
   }
   return p;
+}
+
+std::vector<double> adapted_queues(std::vector<double> finished, const PriorityParams& p) {
+  if (p.queue_percentiles.empty()) return p.queues;
+  if (finished.size() < kAdaptMinJobs) {
+    return std::vector<double>(p.queue_percentiles.size(), std::numeric_limits<double>::infinity());
+  }
+  std::sort(finished.begin(), finished.end());
+  std::vector<double> thresholds;
+  for (const double pct : p.queue_percentiles) {
+    // Nearest rank: the smallest value with at least pct% of them at or below it.
+    const auto rank =
+        static_cast<std::size_t>(std::ceil(pct / 100.0 * static_cast<double>(finished.size())));
+    thresholds.push_back(std::max(finished[std::max<std::size_t>(rank, 1) - 1], 1.0));
+  }
+  return thresholds;
 }
 
 double PriorityParams::margin() const {

@@ -19,6 +19,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string_view>
@@ -53,6 +54,11 @@ struct PriorityParams {
   // victim has crossed a threshold the preemptor has not. Empty: the continuous LAS
   // above, with the margin.
   std::vector<double> queues;
+  // queues=p50:p95 (or queues=auto, which means that): the thresholds are these
+  // percentiles (ascending, 1-99) of the service of the cluster's recently finished
+  // jobs (adapted_queues), so that they follow its own job sizes. Empty: `queues` as
+  // given. Until kAdaptMinJobs have finished, `queues` holds infinities (one queue).
+  std::vector<double> queue_percentiles;
   double starve_factor = 0;
   // site_factor/dl: a pending even gang (--dl-placement=even, one task per GPU, no -N)
   // whose split cannot start now takes another even split that can (dl-sim --shapes
@@ -66,10 +72,22 @@ struct PriorityParams {
   double band() const;
 };
 
+// queues=pNN: how many finished jobs the thresholds follow (the most recent), and how
+// many must have finished before there are thresholds.
+inline constexpr std::size_t kAdaptWindow = 1000;
+inline constexpr std::size_t kAdaptMinJobs = 10;
+
+// The thresholds for `p`: p.queues when they are fixed; with queue_percentiles, those
+// percentiles (nearest rank) of `finished` (the GPU-seconds of service of recently
+// finished jobs, in any order), each at least 1 GPU-second, or infinities while fewer
+// than kAdaptMinJobs have finished.
+std::vector<double> adapted_queues(std::vector<double> finished, const PriorityParams& p);
+
 // Parses PrioritySiteFactorParameters / dl-sim --priority-params: comma-separated
 // key=value with the keys las_weight, age_weight, service_unit, levels, age_period,
 // interval, carry_half_life, preempt_margin (durations as "30s", "1h", "2d"), queues (thresholds in
-// GPU-time separated by ':', ascending, e.g. "queues=1h:8h" for 1 and 8 GPU-hours),
+// GPU-time separated by ':', ascending, e.g. "queues=1h:8h" for 1 and 8 GPU-hours; or
+// percentiles of finished jobs' service, "queues=p50:p95", of which "queues=auto" is short),
 // starve (a whole factor) and reshape (yes or no). An empty string gives the defaults.
 // Throws InputError naming the key and what is allowed; las_weight + age_weight must
 // not exceed 1,000,000,000 so that the factor stays inside Slurm's 32-bit priority.

@@ -112,7 +112,7 @@ Service observe(ServiceLedger& ledger, const job_record_t* job, std::time_t now)
     s.accrue = job->details->accrue_time;
   }
   s.end = job->end_time;
-  s.gpus = s.running ? allocated_gpus(job) : 0;
+  s.gpus = s.running || s.finished ? allocated_gpus(job) : 0;
   const WorkOf work = [job] { return work_of(job); };
   return ledger.observe(job->job_id, s, now, &work);
 }
@@ -122,6 +122,31 @@ void score(Plugin& p, job_record_t* job, std::time_t now) {
   const Service service = observe(p.ledger, job, now);
   job->site_factor =
       NICE_OFFSET + site_factor(service.attained, service.waited, p.params, service.gpus);
+}
+
+// queues=pNN: the thresholds from the jobs finished so far, logged when they change
+// (verbose) and, with `announce` (start, reconfigure), always. Caller holds `mutex`.
+void adapt_queues(Plugin& p, bool announce = false) {
+  if (p.params.queue_percentiles.empty()) return;
+  const auto finished = p.ledger.finished_service();
+  auto queues = adapted_queues(finished, p.params);
+  if (queues == p.params.queues && !announce) return;
+  p.params.queues = std::move(queues);
+  std::string line;
+  if (finished.size() < kAdaptMinJobs) {
+    line = fmt::format("not yet set: {} of {} jobs have finished", finished.size(), kAdaptMinJobs);
+  } else {
+    for (std::size_t i = 0; i < p.params.queues.size(); ++i) {
+      line += fmt::format("{}p{:g} {:.3g}", i ? ", " : "", p.params.queue_percentiles[i],
+                          p.params.queues[i] / 3600);
+    }
+    line += fmt::format(" GPU-hours, from the last {} finished jobs", finished.size());
+  }
+  if (announce) {
+    info("dl: site_factor: queue thresholds %s", line.c_str());
+  } else {
+    verbose("dl: site_factor: queue thresholds %s", line.c_str());
+  }
 }
 
 void load_state(Plugin& p) {
@@ -439,6 +464,7 @@ std::optional<std::string> sample(Plugin& p, std::vector<Reshape>& reshapes) {
     const SlurmctldLock lock({NO_LOCK, WRITE_LOCK, READ_LOCK, READ_LOCK, NO_LOCK});
     const auto locked = Clock::now();
     const std::lock_guard<std::mutex> hold(p.mutex);
+    adapt_queues(p);
     p.ledger.begin_sweep();
     if (sweep.reshape) sweep.waiting.reserve(static_cast<std::size_t>(list_count(job_list)));
     {
@@ -553,6 +579,7 @@ int start() {
     fatal("dl: PrioritySiteFactorParameters: %s", e.what());
   }
   load_state(p);
+  adapt_queues(p, true);
   p.baselines = std::getenv("DL_SITE_FACTOR_BASELINE") != nullptr;
   if (p.sampler.joinable()) stop_sampler(p);  // init twice without fini
   p.stopping = false;
@@ -585,6 +612,7 @@ void site_factor_p_reconfig(void) {
     const std::lock_guard<std::mutex> hold(dl::sched::plugin().mutex);
     dl::sched::plugin().params = params;
     dl::sched::plugin().ledger.set_carry(dl::sched::carry_params(params));
+    dl::sched::adapt_queues(dl::sched::plugin(), true);
   });
 }
 

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <deque>
 #include <limits>
 #include <numeric>
 #include <queue>
@@ -100,6 +101,7 @@ struct Simulator::Impl {
   // Pending jobs, best first: fifo by submit time, dl by -dl::queue_key (which keeps
   // the order of dl::priority_points while they wait).
   std::set<std::pair<double, std::uint32_t>> queue;
+  std::deque<double> finished_service;  // queues=pNN: the service of the last jobs finished
   std::vector<std::uint32_t> running;
   std::uint64_t version = 0;
   // A backfill pass can only start something new after GPUs were released or a job
@@ -395,6 +397,25 @@ struct Simulator::Impl {
     j.finish = now;
     record(i, "end");
     ++done;
+    if (o.policy == Policy::dl && !o.priority.queue_percentiles.empty()) adapt_queues(j.attained);
+  }
+
+  // queues=pNN: the thresholds from the jobs finished so far (site_factor/dl takes them
+  // at its next sample, up to an interval later), and the pending jobs in their order.
+  void adapt_queues(double gpu_s) {
+    finished_service.push_back(gpu_s);
+    if (finished_service.size() > kAdaptWindow) finished_service.pop_front();
+    auto queues = adapted_queues({finished_service.begin(), finished_service.end()}, o.priority);
+    if (queues == o.priority.queues) return;
+    o.priority.queues = std::move(queues);
+    std::set<std::pair<double, std::uint32_t>> rekeyed;
+    for (const auto& entry : queue) {
+      Job& j = jobs[entry.second];
+      j.queue_key = key_of(j);
+      rekeyed.emplace(j.queue_key, entry.second);
+    }
+    queue = std::move(rekeyed);
+    ++version;
   }
 
   // The end of a backfill hole: the job checkpointed in its last `grace` seconds.

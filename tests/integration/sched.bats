@@ -302,6 +302,40 @@ preempted_by_high() {
   [ "$(job_field "$used" Priority)" -lt "$(job_field "$fresh" Priority)" ]
 }
 
+# queues=pNN: the thresholds are percentiles of the service of the jobs that finished,
+# so a requeued job that has had more than those ranks in the last queue
+# bats test_tags=stacks
+@test "queues=p1:p2: thresholds from the finished jobs" {
+  log=$(sed -n 's/^SlurmctldLogFile=//p' "$SLURM_CONF")
+  mark=$(wc -l <"$log")
+  site_params interval=1s,queues=p1:p2
+  # What reconfigure found: thresholds, or how many jobs have finished so far.
+  wait_until 10 "tail -n +$((mark + 1)) '$log' | grep -q 'dl: site_factor: queue thresholds'"
+  tail -n +"$((mark + 1))" "$log" |
+    grep -Eq "dl: site_factor: queue thresholds (p1 [0-9.]+, p2 [0-9.]+ GPU-hours, from the last [0-9]+ finished jobs|not yet set: [0-9] of 10 jobs have finished)"
+  # Enough small jobs finish (2 GPU-seconds each) to set the thresholds.
+  small=$(submit --array=1-10 --gres=gpu:1 -o /dev/null --wrap 'sleep 2')
+  wait_until 90 '[ -z "$(squeue -h -j "$small" -o %i)" ]'
+  used=$(submit --gres=gpu:2 -o /dev/null --wrap 'sleep 300')
+  wait_state "$used" RUNNING 30
+  sleep 10 # 20 GPU-seconds
+  # Every GPU taken once the used job is requeued, so that it and a new job wait.
+  busy=$(submit -N4 --gres=gpu:2 -o /dev/null --wrap 'sleep 120')
+  scontrol requeue "$used"
+  wait_state "$busy" RUNNING 60
+  fresh=$(submit --gres=gpu:2 -o /dev/null --wrap true)
+  deadline=$((SECONDS + 90))
+  until sprio -h -o %i | grep -qx " *$used" || [ $SECONDS -ge $deadline ]; do sleep 1; done
+  sleep 3 # a few samples
+  site() { sprio -h -o '%i %S' -j "$1" | awk '{print $2}'; }
+  used_site=$(site "$used")
+  fresh_site=$(site "$fresh")
+  echo "site factors: used $used_site, fresh $fresh_site"
+  # Three queues of 33,333 points: the used job is in the last, the new one in the first.
+  [ "$used_site" -lt 33333 ]
+  [ "$fresh_site" -ge 66666 ]
+}
+
 # cancelling a job and resubmitting it with --dl-resume-from does not buy its priority back
 @test "cancel and resume does not buy priority back" {
   # A level step per GPU-minute: 20 s on 8 GPUs costs the job about 9,000 points.

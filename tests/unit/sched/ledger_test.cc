@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "core/error.h"
+#include "sched/priority.h"
 
 namespace dl {
 namespace {
@@ -432,6 +433,89 @@ TEST(LedgerCarry, ReadsAVersionOneStateFile) {
   EXPECT_EQ(l.size(), 1u);
   EXPECT_DOUBLE_EQ(l.attained(7, 0), 200);
   EXPECT_EQ(l.accounts(), 0u);
+}
+
+// ---- the service of finished jobs, for queues=pNN
+
+std::string with_checksum(const std::string& header, const std::string& body,
+                          const std::string& counts) {
+  std::uint64_t h = 14695981039346656037ull;
+  for (const unsigned char c : body) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  return header + "\n" + body + "end " + counts + " " + fmt::format("{:016x}", h) + "\n";
+}
+
+TEST(LedgerFinished, EachFinishedJobOnceWithItsWholeService) {
+  ServiceLedger l;
+  l.observe(1, ran(1000, 4), 1000);
+  l.observe(1, finished(1100), 1130);
+  l.observe(1, finished(1100), 1160);  // seen again at the next samples
+  // Ran between two samples: the one run Slurm shows.
+  JobSnapshot quick = finished(2010);
+  quick.start = 2000;
+  quick.gpus = 2;
+  l.observe(2, quick, 2030);
+  l.observe(2, quick, 2060);
+  // Never ran (cancelled while pending), or ran on no GPU: not counted.
+  l.observe(3, finished(2100), 2130);
+  JobSnapshot cpu = finished(2100);
+  cpu.start = 2000;
+  l.observe(4, cpu, 2130);
+  EXPECT_EQ(l.finished_service(), (std::vector<double>{400, 20}));
+}
+
+TEST(LedgerFinished, KeepsTheMostRecentWindow) {
+  ServiceLedger l;
+  for (std::uint32_t job = 1; job <= kAdaptWindow + 5; ++job) {
+    JobSnapshot s = finished(1000 + job);
+    s.start = 1000;
+    s.gpus = 1;
+    l.observe(job, s, 5000);
+  }
+  const auto got = l.finished_service();
+  ASSERT_EQ(got.size(), kAdaptWindow);
+  EXPECT_DOUBLE_EQ(got.front(), 6);
+  EXPECT_DOUBLE_EQ(got.back(), kAdaptWindow + 5.0);
+  // A job that left the window is not counted again when it is seen again.
+  JobSnapshot again = finished(1003);
+  again.start = 1000;
+  again.gpus = 1;
+  l.observe(kAdaptWindow + 5, again, 5030);
+  EXPECT_EQ(l.finished_service().size(), kAdaptWindow);
+  EXPECT_DOUBLE_EQ(l.finished_service().back(), kAdaptWindow + 5.0);
+}
+
+TEST(LedgerFinished, SavedAndRestored) {
+  ServiceLedger l;
+  l.observe(1, ran(1000, 4), 1000);
+  l.observe(1, finished(1100), 1130);
+  l.observe(2, ran(1000, 1), 1000);
+  const auto text = l.serialize();
+  auto back = ServiceLedger::parse(text);
+  EXPECT_EQ(back.serialize(), text);
+  EXPECT_EQ(back.finished_service(), (std::vector<double>{400}));
+  back.observe(1, finished(1100), 1160);  // still counted once after a restart
+  EXPECT_EQ(back.finished_service(), (std::vector<double>{400}));
+  // A finished job before an entry, a duplicate, or a wrong count: damaged.
+  EXPECT_THROW(ServiceLedger::parse(with_checksum("slurm-dl service-ledger 3",
+                                                  "f 1 400\n2 0 1000 1000 1 0 0 0 0 -\n", "1 0 1")),
+               InputError);
+  EXPECT_THROW(ServiceLedger::parse(
+                   with_checksum("slurm-dl service-ledger 3", "f 1 400\nf 1 400\n", "0 0 2")),
+               InputError);
+  EXPECT_THROW(
+      ServiceLedger::parse(with_checksum("slurm-dl service-ledger 3", "f 1 400\n", "0 0 2")),
+      InputError);
+}
+
+TEST(LedgerFinished, ReadsAVersionTwoStateFile) {
+  const auto l = ServiceLedger::parse(
+      with_checksum("slurm-dl service-ledger 2", "7 200 0 0 2 100 0 0 0 -\n", "1 0"));
+  EXPECT_EQ(l.size(), 1u);
+  EXPECT_DOUBLE_EQ(l.attained(7, 0), 200);
+  EXPECT_TRUE(l.finished_service().empty());
 }
 
 }  // namespace

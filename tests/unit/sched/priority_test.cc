@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <limits>
 #include <random>
 #include <vector>
 
@@ -168,6 +169,43 @@ TEST(PriorityQueues, SiteFactorsOrderByQueueThenByWait) {
   EXPECT_EQ(queue_of_points(q1_old, p), 1u);
   EXPECT_EQ(queue_of_points(q1_new, p), 1u);
   EXPECT_EQ(queue_of_points(site_factor(1e9, 5e6, p, 4), p), 2u);
+}
+
+TEST(PriorityQueues, PercentilesAdaptToTheFinishedJobs) {
+  const auto p = parse_priority_params("queues=auto,starve=4");
+  EXPECT_EQ(p.queue_percentiles, (std::vector<double>{50, 95}));
+  EXPECT_EQ(parse_priority_params("queues=p25:p75:p99").queue_percentiles,
+            (std::vector<double>{25, 75, 99}));
+  // One queue (infinite thresholds, as many as asked) until enough jobs have finished.
+  const double inf = std::numeric_limits<double>::infinity();
+  EXPECT_TRUE(p.discretized());
+  EXPECT_EQ(p.queue_count(), 3u);
+  EXPECT_EQ(p.queues, (std::vector<double>{inf, inf}));
+  std::vector<double> finished;
+  for (int i = 1; i < static_cast<int>(kAdaptMinJobs); ++i) finished.push_back(i * 100.0);
+  EXPECT_EQ(adapted_queues(finished, p), (std::vector<double>{inf, inf}));
+  // Nearest rank over 20 jobs (any order): the 10th and the 19th smallest.
+  finished.clear();
+  for (int i = 20; i >= 1; --i) finished.push_back(i * 100.0);
+  EXPECT_EQ(adapted_queues(finished, p), (std::vector<double>{1000, 1900}));
+  // At least one GPU-second: jobs that ran no time do not make a threshold of 0.
+  EXPECT_EQ(adapted_queues(std::vector<double>(20, 0.0), p), (std::vector<double>{1, 1}));
+  // Fixed thresholds stay as given.
+  const auto fixed = parse_priority_params("queues=1h:8h");
+  EXPECT_TRUE(fixed.queue_percentiles.empty());
+  EXPECT_EQ(adapted_queues(finished, fixed), fixed.queues);
+}
+
+TEST(PriorityQueues, PercentileErrorsNameTheParameter) {
+  EXPECT_NE(error_of("queues=p50:1h").find("either all durations or all percentiles"),
+            std::string::npos);
+  EXPECT_NE(error_of("queues=1h:p50").find("either all durations or all percentiles"),
+            std::string::npos);
+  EXPECT_NE(error_of("queues=p95:p50").find("ascending"), std::string::npos);
+  EXPECT_NE(error_of("queues=p100").find("queues"), std::string::npos);
+  EXPECT_NE(error_of("queues=p0").find("queues"), std::string::npos);
+  EXPECT_NE(error_of("queues=pX").find("queues"), std::string::npos);
+  EXPECT_NE(error_of("queues=automatic").find("queues"), std::string::npos);
 }
 
 TEST(Priority, ReshapeIsOffUnlessAsked) {

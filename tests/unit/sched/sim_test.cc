@@ -4,6 +4,7 @@
 #include <numeric>
 
 #include "core/error.h"
+#include "sched/priority.h"
 #include "sched/sim/generate.h"
 #include "sched/sim/simulator.h"
 
@@ -408,6 +409,28 @@ TEST(Sim, QueuesTheStarvationGuardPromotesAJobThatWaitedLong) {
   EXPECT_LE(guarded.outcomes[0].end_s, guarded.outcomes[2].start_s);
   const Result unguarded = simulate(trace, queues(1, 4, 0));
   EXPECT_GT(unguarded.outcomes[0].end_s, unguarded.outcomes[2].start_s);
+}
+
+TEST(Sim, QueuesAtPercentilesFollowTheFinishedJobs) {
+  // Ten 10-GPU-second jobs finish by 30 s: p50 and p95 are both 10 GPU-seconds, so L
+  // (4 GPUs from 40) is in queue 2 at once and the new job N (at 300) preempts it at its
+  // first checkpoint (640). With one small job fewer there are no thresholds yet (one
+  // queue) and N waits for L.
+  const auto with_small = [](std::uint64_t small) {
+    std::vector<TraceJob> trace;
+    for (std::uint64_t id = 1; id <= small; ++id) trace.push_back(job(id, 0, 10, 1));
+    trace.push_back(job(small + 1, 40, 100000, 4, true));
+    trace.push_back(job(small + 2, 300, 100, 4));
+    return trace;
+  };
+  Options o = cluster(Policy::dl, 1, 4);
+  o.priority = parse_priority_params("queues=p50:p95");
+  const Result adapted = simulate(with_small(kAdaptMinJobs), o);
+  EXPECT_EQ(adapted.preemptions, 1u);
+  EXPECT_DOUBLE_EQ(adapted.outcomes.back().start_s, 640);
+  const Result too_few = simulate(with_small(kAdaptMinJobs - 1), o);
+  EXPECT_EQ(too_few.preemptions, 0u);
+  EXPECT_GT(too_few.outcomes.back().start_s, 100000);
 }
 
 TEST(Sim, EvenShapesUseSharedNodesAndNeverSplitSmallGangs) {
