@@ -144,7 +144,8 @@ int main(int argc, char** argv) {
                  "dl priority and preemption margin, as PrioritySiteFactorParameters");
   std::string shapes = "pack";
   app.add_option("--shapes", shapes,
-                 "dl: gangs larger than a node as job_submit/dl's pack (whole nodes) or even "
+                 "dl: gangs larger than a node as job_submit/dl's pack (whole nodes; pack-first: "
+                 "placed as Slurm's cons_tres does and under Slurm's schedulers) or even "
                  "(split evenly over shared nodes; even-first: that split only, placed as Slurm's "
                  "cons_tres does and under Slurm's schedulers, as the plugins run; "
                  "even-reshaped: as even-first, and at each of site_factor/dl's samples a job "

@@ -75,11 +75,12 @@ Policy parse_policy(std::string_view name) {
 
 Shapes parse_shapes(std::string_view name) {
   if (name == "pack") return Shapes::pack;
+  if (name == "pack-first") return Shapes::pack_first;
   if (name == "even") return Shapes::even;
   if (name == "even-first") return Shapes::even_first;
   if (name == "even-reshaped") return Shapes::even_reshaped;
-  throw InputError(
-      fmt::format("--shapes={}: expected pack, even, even-first or even-reshaped", name));
+  throw InputError(fmt::format(
+      "--shapes={}: expected pack, pack-first, even, even-first or even-reshaped", name));
 }
 
 std::string_view to_string(Policy policy) { return policy == Policy::dl ? "dl" : "fifo-backfill"; }
@@ -149,7 +150,7 @@ struct Simulator::Impl {
       if (o.policy == Policy::dl) {
         Shape s;
         try {
-          if (o.shapes != Shapes::pack) {
+          if (o.shapes != Shapes::pack && o.shapes != Shapes::pack_first) {
             // job_submit/dl's shape for --dl-placement=even, then the other even splits.
             s = fit_gang(Gang{t.gpus, Placement::even, std::nullopt, std::nullopt}, capacity,
                          "dl-sim");

@@ -27,6 +27,9 @@ std::string_view to_string(Policy policy);
 enum class Shapes {
   // job_submit/dl's default: whole exclusive nodes, placed best fit.
   pack,
+  // The same shapes placed as select/cons_tres places them, under Slurm's own
+  // schedulers (as even_first): what the plugins' defaults get from Slurm.
+  pack_first,
   // job_submit/dl's --dl-placement=even (dl::even_split, shared nodes) and, when that
   // does not fit now, another even split (dl::even_splits); best fit, dl-sim's own
   // backfill.
@@ -44,12 +47,14 @@ enum class Shapes {
   even_reshaped,
 };
 
-// "pack", "even", "even-first" or "even-reshaped"; throws InputError otherwise.
+// "pack", "pack-first", "even", "even-first" or "even-reshaped"; throws InputError
+// otherwise.
 Shapes parse_shapes(std::string_view name);
 
 // Whether shapes are placed as select/cons_tres places them, under Slurm's schedulers.
 inline bool cons_tres_placement(Shapes shapes) {
-  return shapes == Shapes::even_first || shapes == Shapes::even_reshaped;
+  return shapes == Shapes::pack_first || shapes == Shapes::even_first ||
+         shapes == Shapes::even_reshaped;
 }
 
 struct Options {

@@ -490,17 +490,19 @@ TEST(Sim, EvenReshapedShapesTakeAnotherSplitUnderSlurmsSchedulers) {
 
 TEST(Sim, ShapesOptionSetsTheModel) {
   EXPECT_EQ(parse_shapes("pack"), Shapes::pack);
+  EXPECT_EQ(parse_shapes("pack-first"), Shapes::pack_first);
   EXPECT_EQ(parse_shapes("even"), Shapes::even);
   EXPECT_EQ(parse_shapes("even-first"), Shapes::even_first);
   EXPECT_EQ(parse_shapes("even-reshaped"), Shapes::even_reshaped);
   EXPECT_FALSE(cons_tres_placement(Shapes::pack) || cons_tres_placement(Shapes::even));
-  EXPECT_TRUE(cons_tres_placement(Shapes::even_first) &&
+  EXPECT_TRUE(cons_tres_placement(Shapes::pack_first) && cons_tres_placement(Shapes::even_first) &&
               cons_tres_placement(Shapes::even_reshaped));
   try {
     parse_shapes("ragged");
     ADD_FAILURE() << "no error";
   } catch (const InputError& e) {
-    EXPECT_STREQ(e.what(), "--shapes=ragged: expected pack, even, even-first or even-reshaped");
+    EXPECT_STREQ(e.what(),
+                 "--shapes=ragged: expected pack, pack-first, even, even-first or even-reshaped");
   }
 }
 
@@ -515,6 +517,22 @@ TEST(Sim, ConsTresPlacementTakesTheFirstNodeOfTheRunNotTheBestFit) {
   EXPECT_GE(simulate(trace, slurm).outcomes[5].start_s, 1000);
   slurm.shapes = Shapes::even;
   EXPECT_DOUBLE_EQ(simulate(trace, slurm).outcomes[5].start_s, 12);
+  // The default pack shapes: the same gangs (none larger than a node), the same places.
+  slurm.shapes = Shapes::pack_first;
+  EXPECT_GE(simulate(trace, slurm).outcomes[5].start_s, 1000);
+  slurm.shapes = Shapes::pack;
+  EXPECT_DOUBLE_EQ(simulate(trace, slurm).outcomes[5].start_s, 12);
+}
+
+TEST(Sim, PackFirstShapesHoldWholeNodesForALargerGang) {
+  // 2 nodes x 4 GPUs: a 6-GPU gang takes both nodes whole (pack), so the 1-GPU job
+  // behind it waits for it; split evenly (2x3) it leaves a GPU on each node.
+  const std::vector<TraceJob> trace = {job(1, 0, 100, 6), job(2, 1, 100, 1)};
+  Options o = cluster(Policy::dl, 2, 4);
+  o.shapes = Shapes::pack_first;
+  EXPECT_DOUBLE_EQ(simulate(trace, o).outcomes[1].start_s, 100);
+  o.shapes = Shapes::even_first;
+  EXPECT_LT(simulate(trace, o).outcomes[1].start_s, 100);
 }
 
 // dl shapes placed as Slurm places them (the calibration against slurmctld).
