@@ -16,6 +16,8 @@ using std::chrono::seconds;
 
 PriorityParams parse_priority_params(std::string_view text) {
   PriorityParams p;
+  bool queues_given = false;
+  bool starve_given = false;
   std::size_t start = 0;
   while (start < text.size()) {
     const auto end = std::min(text.find(',', start), text.size());
@@ -43,7 +45,12 @@ PriorityParams parse_priority_params(std::string_view text) {
       p.interval = parse_duration(label, value, seconds(1), seconds(3600));
     } else if (key == "carry_half_life") {
       p.carry_half_life = parse_duration(label, value, seconds(60), seconds(86400L * 3650));
+    } else if (key == "queues" && value == "none") {
+      queues_given = true;
+      p.queues.clear();
+      p.queue_percentiles.clear();
     } else if (key == "queues") {
+      queues_given = true;
       p.queues.clear();
       p.queue_percentiles.clear();
       const std::string_view given = value == "auto" ? "p50:p95" : value;
@@ -78,6 +85,7 @@ PriorityParams parse_priority_params(std::string_view text) {
         p.queues.assign(p.queue_percentiles.size(), std::numeric_limits<double>::infinity());
       }
     } else if (key == "starve") {
+      starve_given = true;
       p.starve_factor = static_cast<double>(parse_uint(label, value, 0, 1000));
     } else if (key == "preempt_margin") {
       p.preempt_margin = static_cast<std::uint32_t>(parse_uint(label, value, 0, 2 * kMaxWeight));
@@ -100,6 +108,13 @@ PriorityParams parse_priority_params(std::string_view text) {
           std::uint64_t{p.las_weight} + p.age_weight, kMaxWeight));
     }
   }
+  // The defaults of PrioritySiteFactorParameters (PriorityParams' own are the continuous
+  // LAS): discretized queues at the finished jobs' p50 and p95, starve=16.
+  if (!queues_given) {
+    p.queue_percentiles = {50, 95};
+    p.queues.assign(2, std::numeric_limits<double>::infinity());
+  }
+  if (!starve_given) p.starve_factor = 16;
   return p;
 }
 

@@ -87,8 +87,10 @@ std::vector<double> adapted_queues(std::vector<double> finished, const PriorityP
 // key=value with the keys las_weight, age_weight, service_unit, levels, age_period,
 // interval, carry_half_life, preempt_margin (durations as "30s", "1h", "2d"), queues (thresholds in
 // GPU-time separated by ':', ascending, e.g. "queues=1h:8h" for 1 and 8 GPU-hours; or
-// percentiles of finished jobs' service, "queues=p50:p95", of which "queues=auto" is short),
-// starve (a whole factor) and reshape (yes or no). An empty string gives the defaults.
+// percentiles of finished jobs' service, "queues=p50:p95", of which "queues=auto" is short;
+// "queues=none": the continuous LAS), starve (a whole factor) and reshape (yes or no).
+// Keys not given take PriorityParams' defaults, except queues (auto) and starve (16): an
+// empty string gives the discretized queues at the finished jobs' p50 and p95.
 // Throws InputError naming the key and what is allowed; las_weight + age_weight must
 // not exceed 1,000,000,000 so that the factor stays inside Slurm's 32-bit priority.
 PriorityParams parse_priority_params(std::string_view text);

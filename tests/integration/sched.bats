@@ -265,7 +265,7 @@ preempted_by_high() {
 @test "a new job preempts one with far more service" {
   # One level per doubling of GPU-seconds (instead of GPU-hours), so that a few
   # seconds on 8 GPUs are worth more than the margin (25000 points: five levels).
-  site_params interval=2s,service_unit=1s
+  site_params interval=2s,service_unit=1s,queues=none
   scontrol update PartitionName=low GraceTime=3
   long=$(submit --dl-gpus=8 --dl-preemptible -o /dev/null --wrap "$forever")
   wait_state "$long" RUNNING 30
@@ -312,7 +312,7 @@ preempted_by_high() {
   # What reconfigure found: thresholds, or how many jobs have finished so far.
   wait_until 10 "tail -n +$((mark + 1)) '$log' | grep -q 'dl: site_factor: queue thresholds'"
   tail -n +"$((mark + 1))" "$log" |
-    grep -Eq "dl: site_factor: queue thresholds (p1 [0-9.]+, p2 [0-9.]+ GPU-hours, from the last [0-9]+ finished jobs|not yet set: [0-9] of 10 jobs have finished)"
+    grep -Eq "dl: site_factor: queue thresholds (p1 [0-9.e+-]+, p2 [0-9.e+-]+ GPU-hours, from the last [0-9]+ finished jobs|not yet set: [0-9] of 10 jobs have finished)"
   # Enough small jobs finish (2 GPU-seconds each) to set the thresholds.
   small=$(submit --array=1-10 --gres=gpu:1 -o /dev/null --wrap 'sleep 2')
   wait_until 90 '[ -z "$(squeue -h -j "$small" -o %i)" ]'
@@ -336,10 +336,22 @@ preempted_by_high() {
   [ "$fresh_site" -ge 66666 ]
 }
 
+# site_factor/dl's default is queues=auto (p50:p95 of the finished jobs); the mini-cluster
+# runs its tests with queues=none
+# bats test_tags=stacks
+@test "the default queues are at the finished jobs' p50 and p95" {
+  log=$(sed -n 's/^SlurmctldLogFile=//p' "$SLURM_CONF")
+  mark=$(wc -l <"$log")
+  site_params interval=1s
+  wait_until 10 "tail -n +$((mark + 1)) '$log' | grep -q 'dl: site_factor: queue thresholds'"
+  tail -n +"$((mark + 1))" "$log" |
+    grep -Eq "dl: site_factor: queue thresholds (p50 [0-9.e+-]+, p95 [0-9.e+-]+ GPU-hours, from the last [0-9]+ finished jobs|not yet set: [0-9] of 10 jobs have finished)"
+}
+
 # cancelling a job and resubmitting it with --dl-resume-from does not buy its priority back
 @test "cancel and resume does not buy priority back" {
   # A level step per GPU-minute: 20 s on 8 GPUs costs the job about 9,000 points.
-  site_params interval=2s,service_unit=60s
+  site_params interval=2s,service_unit=60s,queues=none
   used=$(as_dltest sbatch --parsable --dl-gpus=8 -o /dev/null --wrap 'sleep 300')
   wait_state "$used" RUNNING 30
   sleep 20
@@ -364,7 +376,7 @@ preempted_by_high() {
 
 @test "a job's wait on a dependency earns it no age" {
   # 100 points of age a second: 20 seconds of waiting would be 2,000.
-  site_params interval=2s,age_period=1000s
+  site_params interval=2s,age_period=1000s,queues=none
   # busy holds three of the four nodes (whole: a gang's nodes are its own), first
   # the fourth; the 4-GPU jobs can only wait.
   busy=$(as_dltest sbatch --parsable --dl-gpus=6 -o /dev/null --wrap 'sleep 120')
@@ -425,7 +437,7 @@ preempted_by_high() {
 # preempt/dl must read it as job_submit/dl did, not with rules of its own.
 # DL_PREEMPTIBLE=yes from a client that skips the SPANK plugin is preemptible to preempt/dl too
 @test "skipping SPANK: DL_PREEMPTIBLE still counts" {
-  site_params interval=2s,service_unit=1s
+  site_params interval=2s,service_unit=1s,queues=none
   scontrol update PartitionName=low GraceTime=3
   raw=$DL_BUILD_DIR/tests/integration/submit_raw
   long=$("$raw" -w 'sleep 600' DL_SPEC_VERSION=1 DL_GPUS=8 DL_PREEMPTIBLE=yes DL_CKPT_EVERY=30m)

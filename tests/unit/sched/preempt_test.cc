@@ -163,7 +163,7 @@ TEST(Preempt, OnlyJobsOfTheSameTierNeedTheirDlFields) {
 }
 
 TEST(Preempt, WithinATierOnlyDlPreemptibleJobsOutrankedByTheMargin) {
-  const PriorityParams p = parse_priority_params("");
+  const PriorityParams p = parse_priority_params("queues=none");  // the continuous LAS
   PreemptPair pair;
   pair.victim_tier = pair.preemptor_tier = 1;
   pair.dl_priority = true;

@@ -132,7 +132,15 @@ TEST(PriorityQueues, ParsesThresholdsAndTheStarvationFactor) {
   EXPECT_EQ(p.queues, (std::vector<double>{3600, 28800}));
   EXPECT_DOUBLE_EQ(p.starve_factor, 4);
   EXPECT_TRUE(p.discretized());
-  EXPECT_FALSE(parse_priority_params("").discretized());
+  const auto continuous = parse_priority_params("queues=none,starve=0");
+  EXPECT_FALSE(continuous.discretized());
+  EXPECT_DOUBLE_EQ(continuous.starve_factor, 0);
+  // The defaults: queues=auto, starve=16 (PriorityParams' own: the continuous LAS).
+  const auto d = parse_priority_params("");
+  EXPECT_TRUE(d.discretized());
+  EXPECT_EQ(d.queue_percentiles, (std::vector<double>{50, 95}));
+  EXPECT_DOUBLE_EQ(d.starve_factor, 16);
+  EXPECT_FALSE(PriorityParams{}.discretized());
   EXPECT_NE(error_of("queues=8h:1h").find("ascending"), std::string::npos);
   EXPECT_NE(error_of("queues=").find("queues"), std::string::npos);
   EXPECT_NE(error_of("starve=x").find("starve"), std::string::npos);
@@ -158,7 +166,7 @@ TEST(PriorityQueues, TheStarvationGuardPromotesAfterSeveralTimesTheRunTime) {
 }
 
 TEST(PriorityQueues, SiteFactorsOrderByQueueThenByWait) {
-  const auto p = parse_priority_params("queues=1000s:100000s,age_period=1d");
+  const auto p = parse_priority_params("queues=1000s:100000s,age_period=1d,starve=0");
   // A job that has waited long in a lower queue still ranks below a new one above it.
   const auto q0_new = site_factor(0, 0, p, 4);
   const auto q1_old = site_factor(2000, 1e7, p, 4);
