@@ -17,7 +17,12 @@ namespace {
 
 constexpr std::string_view kHeaderV1 = "slurm-dl service-ledger 1";
 constexpr std::string_view kHeaderV2 = "slurm-dl service-ledger 2";
-constexpr std::string_view kHeader = "slurm-dl service-ledger 3";
+constexpr std::string_view kHeaderV3 = "slurm-dl service-ledger 3";
+constexpr std::string_view kHeader = "slurm-dl service-ledger 4";
+
+// The owner of the finished jobs a version 3 file lists (it did not say): they weigh
+// as one user until they leave the window.
+constexpr std::uint32_t kUnknownUser = 0xffffffff;
 
 // Paths may hold any byte but NUL: written as lowercase hex, "-" when empty.
 std::string hex(std::string_view s) {
@@ -258,7 +263,7 @@ Service ServiceLedger::observe(std::uint32_t job, const JobSnapshot& s, std::int
   if (it == jobs_.end()) {
     // It ran between two samples: its one run, as Slurm shows it.
     if (s.finished && s.start != 0 && s.end > s.start && s.gpus > 0) {
-      count_finished(job, static_cast<double>(s.end - s.start) * s.gpus);
+      count_finished(job, s.uid, static_cast<double>(s.end - s.start) * s.gpus, now);
     }
     return {};
   }
@@ -268,26 +273,14 @@ Service ServiceLedger::observe(std::uint32_t job, const JobSnapshot& s, std::int
   const Service now_service = service(e, now);
   if (s.finished) {
     carry_out(e, now);
-    if (e.gpus > 0) count_finished(job, now_service.attained);
+    if (e.gpus > 0) count_finished(job, s.uid, now_service.attained, now);
   }
   return now_service;
 }
 
-// Once per job: a finished job is seen at every sample until Slurm purges it.
-void ServiceLedger::count_finished(std::uint32_t job, double gpu_s) {
-  if (!finished_ids_.insert(job).second) return;
-  finished_.emplace_back(job, gpu_s);
-  if (finished_.size() > kAdaptWindow) {
-    finished_ids_.erase(finished_.front().first);
-    finished_.pop_front();
-  }
-}
-
-std::vector<double> ServiceLedger::finished_service() const {
-  std::vector<double> out;
-  out.reserve(finished_.size());
-  for (const auto& f : finished_) out.push_back(f.second);
-  return out;
+void ServiceLedger::count_finished(std::uint32_t job, std::uint32_t uid, double gpu_s,
+                                   std::int64_t now) {
+  finished_.add({job, uid, gpu_s, now});
 }
 
 void ServiceLedger::end_sweep() {
@@ -346,19 +339,23 @@ std::string ServiceLedger::serialize() const {
   for (const auto& [key, a] : accounts_) {
     body += fmt::format("a {} {:.0f} {} {}\n", key.first, a.gpu_s, a.at, hex(key.second));
   }
-  for (const auto& [job, gpu_s] : finished_) body += fmt::format("f {} {:.0f}\n", job, gpu_s);
+  for (const auto& f : finished_.jobs()) {
+    body += fmt::format("f {} {} {:.0f} {}\n", f.id, f.user, f.gpu_s, f.end);
+  }
   return fmt::format("{}\n{}end {} {} {} {:016x}\n", kHeader, body, jobs_.size(), accounts_.size(),
                      finished_.size(), fnv1a(body));
 }
 
-// Reads versions 3, 2 (no finished jobs) and 1 (no carried service, no accounts either),
+// Reads versions 4, 3 (finished jobs without their owner or end), 2 (no finished jobs)
+// and 1 (no carried service, no accounts either),
 // which an upgraded slurmctld finds in its StateSaveLocation.
 ServiceLedger ServiceLedger::parse(std::string_view text) {
   const auto fail = [](const std::string& why) {
     return InputError(fmt::format("service ledger: {}", why));
   };
   int version = 0;
-  for (const auto& [v, header] : {std::pair{1, kHeaderV1}, {2, kHeaderV2}, {3, kHeader}}) {
+  for (const auto& [v, header] :
+       {std::pair{1, kHeaderV1}, {2, kHeaderV2}, {3, kHeaderV3}, {4, kHeader}}) {
     if (text.substr(0, header.size() + 1) == fmt::format("{}\n", header)) version = v;
   }
   if (version == 0) throw fail("missing header");
@@ -378,6 +375,19 @@ ServiceLedger ServiceLedger::parse(std::string_view text) {
   if (!trailer.empty() || sum != fnv1a(body)) throw fail("checksum mismatch");
   ServiceLedger ledger;
   std::size_t line_no = 1;
+  std::size_t finished_read = 0;
+  // Version 3 did not say when its finished jobs ended: the last time the file knows
+  // of (its entries and accounts come first).
+  std::optional<std::int64_t> v3_end;
+  const auto saved_at = [&] {
+    if (!v3_end) {
+      v3_end = 0;
+      for (const auto& [job, e] : ledger.jobs_)
+        v3_end = std::max({*v3_end, e.run.seen, e.wait.seen});
+      for (const auto& [key, a] : ledger.accounts_) v3_end = std::max(*v3_end, a.at);
+    }
+    return *v3_end;
+  };
   for (std::size_t start = 0; start < body.size();) {
     const auto nl = body.find('\n', start);
     auto line = body.substr(start, nl - start);
@@ -385,16 +395,17 @@ ServiceLedger ServiceLedger::parse(std::string_view text) {
     ++line_no;
     if (version >= 3 && line.substr(0, 2) == "f ") {
       line.remove_prefix(2);
-      const auto job = field<std::uint32_t>(line, line_no);
-      const auto gpu_s = field<double>(line, line_no);
-      if (!line.empty() || ledger.finished_.size() >= kAdaptWindow ||
-          !ledger.finished_ids_.insert(job).second) {
+      FinishedJob f;
+      f.id = field<std::uint32_t>(line, line_no);
+      f.user = version == 3 ? kUnknownUser : field<std::uint32_t>(line, line_no);
+      f.gpu_s = field<double>(line, line_no);
+      f.end = version == 3 ? saved_at() : field<std::int64_t>(line, line_no);
+      if (!line.empty() || ++finished_read > kAdaptWindow || !ledger.finished_.add(f)) {
         throw fail(fmt::format("line {}: bad finished job", line_no));
       }
-      ledger.finished_.emplace_back(job, gpu_s);
       continue;
     }
-    if (!ledger.finished_.empty()) throw fail(fmt::format("line {}: out of order", line_no));
+    if (finished_read > 0) throw fail(fmt::format("line {}: out of order", line_no));
     if (!v1 && line.substr(0, 2) == "a ") {
       line.remove_prefix(2);
       const auto uid = field<std::uint32_t>(line, line_no);
@@ -435,7 +446,7 @@ ServiceLedger ServiceLedger::parse(std::string_view text) {
     }
   }
   if (ledger.jobs_.size() != count || ledger.accounts_.size() != account_count ||
-      ledger.finished_.size() != finished_count) {
+      finished_read != finished_count) {
     throw fail("entry count mismatch");
   }
   return ledger;

@@ -9,7 +9,6 @@
 #pragma once
 
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -17,8 +16,9 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
-#include <unordered_set>
 #include <utility>
+
+#include "sched/priority.h"
 
 namespace dl {
 
@@ -41,6 +41,7 @@ struct JobSnapshot {
   std::int64_t accrue = 0;
   std::int64_t end = 0;    // when its run ended, if finished or completing
   std::uint32_t gpus = 0;  // running, or finished: the GPUs it had
+  std::uint32_t uid = 0;   // its owner
 };
 
 // What the priority needs of one job: its service and waits so far, and its GPUs.
@@ -130,10 +131,10 @@ class ServiceLedger {
   // slurmctld's locks.
   void expire(std::int64_t now);
 
-  // The service (GPU-seconds: its runs and what it carried in) of the most recent
-  // kAdaptWindow jobs seen finished after running on GPUs, oldest first: what
-  // queues=pNN takes its thresholds from (sched/priority.h, adapted_queues).
-  std::vector<double> finished_service() const;
+  // The jobs seen finished after running on GPUs, each once, with their service
+  // (GPU-seconds: their runs and what they carried in) and owner: what queues=pNN
+  // takes its thresholds from (sched/priority.h, adapted_queues).
+  const FinishedJobs& finished() const { return finished_; }
 
   // A text form with a checksum, for the state file. parse() throws InputError on
   // anything that is not exactly what serialize() writes.
@@ -162,7 +163,7 @@ class ServiceLedger {
   };
   double decayed(const Account& a, std::int64_t now) const;
   void carry_out(Entry& e, std::int64_t now);
-  void count_finished(std::uint32_t job, double gpu_s);
+  void count_finished(std::uint32_t job, std::uint32_t uid, double gpu_s, std::int64_t now);
   void deposit(std::uint32_t uid, const std::string& key, double gpu_s, std::int64_t now);
   void start_entry(Entry& e, const WorkOf* work_of, std::int64_t now);
   static void end_run(Entry& e, std::int64_t at);
@@ -182,8 +183,7 @@ class ServiceLedger {
   std::int64_t last_now_ = 0;
   CarryParams carry_;
   std::map<std::pair<std::uint32_t, std::string>, Account> accounts_;
-  std::deque<std::pair<std::uint32_t, double>> finished_;  // (job, service), oldest first
-  std::unordered_set<std::uint32_t> finished_ids_;
+  FinishedJobs finished_;
 };
 
 }  // namespace dl

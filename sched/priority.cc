@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 #include <string>
+#include <utility>
 
 #include "core/error.h"
 #include "core/parse.h"
@@ -118,18 +119,56 @@ PriorityParams parse_priority_params(std::string_view text) {
   return p;
 }
 
-std::vector<double> adapted_queues(std::vector<double> finished, const PriorityParams& p) {
+bool FinishedJobs::add(const FinishedJob& job) {
+  if (!ids_.insert(job.id).second) return false;
+  jobs_.push_back(job);
+  ++per_user_[job.user];
+  while (jobs_.front().end < job.end - kAdaptMaxAge) drop(jobs_.begin());
+  if (jobs_.size() > kAdaptWindow) {
+    std::uint32_t most = 0;
+    for (const auto& [user, n] : per_user_) most = std::max(most, n);
+    drop(std::find_if(jobs_.begin(), jobs_.end(),
+                      [&](const FinishedJob& j) { return per_user_.at(j.user) == most; }));
+  }
+  return true;
+}
+
+void FinishedJobs::drop(std::deque<FinishedJob>::iterator it) {
+  ids_.erase(it->id);
+  const auto user = per_user_.find(it->user);
+  if (--user->second == 0) per_user_.erase(user);
+  jobs_.erase(it);
+}
+
+std::uint32_t FinishedJobs::jobs_of(std::uint32_t user) const {
+  const auto it = per_user_.find(user);
+  return it == per_user_.end() ? 0 : it->second;
+}
+
+std::vector<double> adapted_queues(const FinishedJobs& finished, const PriorityParams& p) {
   if (p.queue_percentiles.empty()) return p.queues;
   if (finished.size() < kAdaptMinJobs) {
     return std::vector<double>(p.queue_percentiles.size(), std::numeric_limits<double>::infinity());
   }
-  std::sort(finished.begin(), finished.end());
+  std::vector<std::pair<double, double>> weighted;  // (service, weight)
+  weighted.reserve(finished.size());
+  for (const auto& j : finished.jobs()) {
+    weighted.emplace_back(j.gpu_s, 1.0 / finished.jobs_of(j.user));
+  }
+  std::sort(weighted.begin(), weighted.end());
+  const auto users = static_cast<double>(finished.users());
   std::vector<double> thresholds;
   for (const double pct : p.queue_percentiles) {
-    // Nearest rank: the smallest value with at least pct% of them at or below it.
-    const auto rank =
-        static_cast<std::size_t>(std::ceil(pct / 100.0 * static_cast<double>(finished.size())));
-    thresholds.push_back(std::max(finished[std::max<std::size_t>(rank, 1) - 1], 1.0));
+    // Nearest rank: the smallest service with at least pct% of the weight at or below
+    // it (the tolerance absorbs the sums' rounding).
+    const double target = pct / 100.0 * users * (1 - 1e-9);
+    double below = 0;
+    auto it = weighted.begin();
+    for (; it + 1 != weighted.end(); ++it) {
+      below += it->second;
+      if (below >= target) break;
+    }
+    thresholds.push_back(std::max(it->first, 1.0));
   }
   return thresholds;
 }

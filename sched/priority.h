@@ -21,8 +21,11 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <optional>
 #include <string_view>
+#include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 namespace dl {
@@ -72,16 +75,50 @@ struct PriorityParams {
   double band() const;
 };
 
-// queues=pNN: how many finished jobs the thresholds follow (the most recent), and how
-// many must have finished before there are thresholds.
+// queues=pNN: how many finished jobs the thresholds follow (the most recent, none more
+// than kAdaptMaxAge seconds older than the newest), and how many must have finished
+// before there are thresholds.
 inline constexpr std::size_t kAdaptWindow = 1000;
+inline constexpr std::int64_t kAdaptMaxAge = 14 * 86400;
 inline constexpr std::size_t kAdaptMinJobs = 10;
 
+// A job that finished after running on GPUs, as queues=pNN counts it.
+struct FinishedJob {
+  std::uint32_t id = 0;
+  std::uint32_t user = 0;
+  double gpu_s = 0;      // its service: all its runs and what it carried in
+  std::int64_t end = 0;  // when it was seen finished (seconds, never decreasing)
+};
+
+// The finished jobs queues=pNN takes its thresholds from, oldest first. A user cannot
+// crowd the others out: when the window is full, the job dropped is the oldest of the
+// user who has the most jobs in it, so one user's many jobs push out another user's
+// only while that user has more; and adapted_queues weighs each user's jobs together as
+// one user.
+class FinishedJobs {
+ public:
+  // Adds the job, unless it is there already (false): slurmctld shows a finished job
+  // at every sample until it purges it. Then drops the jobs older than kAdaptMaxAge
+  // before it, and one job if the window holds more than kAdaptWindow.
+  bool add(const FinishedJob& job);
+  const std::deque<FinishedJob>& jobs() const { return jobs_; }
+  std::size_t size() const { return jobs_.size(); }
+  std::size_t users() const { return per_user_.size(); }
+  std::uint32_t jobs_of(std::uint32_t user) const;
+
+ private:
+  void drop(std::deque<FinishedJob>::iterator it);
+  std::deque<FinishedJob> jobs_;
+  std::unordered_set<std::uint32_t> ids_;
+  std::unordered_map<std::uint32_t, std::uint32_t> per_user_;
+};
+
 // The thresholds for `p`: p.queues when they are fixed; with queue_percentiles, those
-// percentiles (nearest rank) of `finished` (the GPU-seconds of service of recently
-// finished jobs, in any order), each at least 1 GPU-second, or infinities while fewer
-// than kAdaptMinJobs have finished.
-std::vector<double> adapted_queues(std::vector<double> finished, const PriorityParams& p);
+// percentiles (nearest rank) of the finished jobs' service, each user's jobs weighing
+// 1 / (that user's jobs in the window), so that every user weighs the same however many
+// jobs they run; each at least 1 GPU-second; infinities while fewer than kAdaptMinJobs
+// have finished.
+std::vector<double> adapted_queues(const FinishedJobs& finished, const PriorityParams& p);
 
 // Parses PrioritySiteFactorParameters / dl-sim --priority-params: comma-separated
 // key=value with the keys las_weight, age_weight, service_unit, levels, age_period,

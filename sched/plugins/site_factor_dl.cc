@@ -113,6 +113,7 @@ Service observe(ServiceLedger& ledger, const job_record_t* job, std::time_t now)
   }
   s.end = job->end_time;
   s.gpus = s.running || s.finished ? allocated_gpus(job) : 0;
+  s.uid = job->user_id;
   const WorkOf work = [job] { return work_of(job); };
   return ledger.observe(job->job_id, s, now, &work);
 }
@@ -128,7 +129,7 @@ void score(Plugin& p, job_record_t* job, std::time_t now) {
 // (verbose) and, with `announce` (start, reconfigure), always. Caller holds `mutex`.
 void adapt_queues(Plugin& p, bool announce = false) {
   if (p.params.queue_percentiles.empty()) return;
-  const auto finished = p.ledger.finished_service();
+  const auto& finished = p.ledger.finished();
   auto queues = adapted_queues(finished, p.params);
   if (queues == p.params.queues && !announce) return;
   p.params.queues = std::move(queues);
@@ -140,7 +141,8 @@ void adapt_queues(Plugin& p, bool announce = false) {
       line += fmt::format("{}p{:g} {:.3g}", i ? ", " : "", p.params.queue_percentiles[i],
                           p.params.queues[i] / 3600);
     }
-    line += fmt::format(" GPU-hours, from the last {} finished jobs", finished.size());
+    line += fmt::format(" GPU-hours, from the last {} finished jobs of {} user{}", finished.size(),
+                        finished.users(), finished.users() == 1 ? "" : "s");
   }
   if (announce) {
     info("dl: site_factor: queue thresholds %s", line.c_str());

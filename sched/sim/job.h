@@ -21,6 +21,7 @@ enum class State : std::uint8_t { future, requeued, pending, running, done };
 struct Job {
   TraceJob t;
   double limit = 0;                // the user's time limit, whole minutes
+  std::uint32_t user = 0;          // t.user, numbered in the order of first appearance
   std::optional<double> time_min;  // dl: checkpointable jobs may run in shorter holes
   std::uint32_t nodes = 1;         // dl: nodes of the shape
   std::uint32_t per_node = 0;      // dl: GPUs per node of the shape

@@ -4,13 +4,14 @@
 
 #include <algorithm>
 #include <cmath>
-#include <deque>
 #include <limits>
 #include <numeric>
 #include <queue>
 #include <random>
 #include <set>
 #include <stdexcept>
+#include <string>
+#include <unordered_map>
 
 #include "core/error.h"
 #include "sched/gang.h"
@@ -102,7 +103,7 @@ struct Simulator::Impl {
   // Pending jobs, best first: fifo by submit time, dl by -dl::queue_key (which keeps
   // the order of dl::priority_points while they wait).
   std::set<std::pair<double, std::uint32_t>> queue;
-  std::deque<double> finished_service;  // queues=pNN: the service of the last jobs finished
+  FinishedJobs finished;  // queues=pNN: the jobs finished, as site_factor/dl keeps them
   std::vector<std::uint32_t> running;
   std::uint64_t version = 0;
   // A backfill pass can only start something new after GPUs were released or a job
@@ -144,8 +145,10 @@ struct Simulator::Impl {
     leaves = static_cast<std::uint32_t>(capacity.leaf_switches.size());
     std::mt19937_64 rng(o.seed);
     jobs.reserve(trace.size());
+    std::unordered_map<std::string, std::uint32_t> users;
     for (auto& t : trace) {
       Job j;
+      j.user = users.try_emplace(t.user, static_cast<std::uint32_t>(users.size())).first->second;
       j.limit = user_time_limit(t.duration_s, uniform01(rng), o.limit_factor, o.round_limits);
       if (o.policy == Policy::dl) {
         Shape s;
@@ -398,15 +401,16 @@ struct Simulator::Impl {
     j.finish = now;
     record(i, "end");
     ++done;
-    if (o.policy == Policy::dl && !o.priority.queue_percentiles.empty()) adapt_queues(j.attained);
+    if (o.policy == Policy::dl && !o.priority.queue_percentiles.empty()) {
+      finished.add({i, j.user, j.attained, std::llround(now)});
+      adapt_queues();
+    }
   }
 
   // queues=pNN: the thresholds from the jobs finished so far (site_factor/dl takes them
   // at its next sample, up to an interval later), and the pending jobs in their order.
-  void adapt_queues(double gpu_s) {
-    finished_service.push_back(gpu_s);
-    if (finished_service.size() > kAdaptWindow) finished_service.pop_front();
-    auto queues = adapted_queues({finished_service.begin(), finished_service.end()}, o.priority);
+  void adapt_queues() {
+    auto queues = adapted_queues(finished, o.priority);
     if (queues == o.priority.queues) return;
     o.priority.queues = std::move(queues);
     std::set<std::pair<double, std::uint32_t>> rekeyed;

@@ -28,7 +28,6 @@ teardown() {
   sacctmgr -i modify user dltest set MaxTRES=node=-1 >/dev/null 2>&1 || true
 }
 
-as_dlother() { runuser -u dlother -- env SLURM_CONF="$SLURM_CONF" "$@"; }
 comment_of() { scontrol show job "$1" | sed -n 's/^ *Comment=\(.*[^ ]\) *$/\1/p'; }
 log_of_ctld() { sed -n 's/^SlurmctldLogFile=//p' "$SLURM_CONF"; }
 

@@ -70,8 +70,9 @@ checks() { PYTHONPATH="$DL_ROOT/tests/integration${PYTHONPATH:+:$PYTHONPATH}" py
 
 cancel_all() { scancel --full --quiet -u "$(id -un)" 2>/dev/null || true; }
 
-# A command as the unprivileged test user dltest (hostile tests).
+# A command as the unprivileged test users dltest and dlother (hostile tests).
 as_dltest() { runuser -u dltest -- env SLURM_CONF="$SLURM_CONF" "$@"; }
+as_dlother() { runuser -u dlother -- env SLURM_CONF="$SLURM_CONF" "$@"; }
 
 # Polls a shell condition for up to $1 seconds.
 wait_until() {

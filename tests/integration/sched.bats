@@ -18,6 +18,7 @@ teardown() {
   fi
   cancel_all
   scancel --quiet -u dltest 2>/dev/null || true # the hostile tests' jobs
+  scancel --quiet -u dlother 2>/dev/null || true
   # The cancelled jobs' epilogs read slurm.conf and plugstack.conf: the files are put
   # back once they are done, and whole (a rename), never half-written under a reader
   # (a failed epilog drains its node).
@@ -346,6 +347,47 @@ preempted_by_high() {
   wait_until 10 "tail -n +$((mark + 1)) '$log' | grep -q 'dl: site_factor: queue thresholds'"
   tail -n +"$((mark + 1))" "$log" |
     grep -Eq "dl: site_factor: queue thresholds (p50 [0-9.e+-]+, p95 [0-9.e+-]+ GPU-hours, from the last [0-9]+ finished jobs|not yet set: [0-9] of 10 jobs have finished)"
+}
+
+# queues=pNN weighs each user's finished jobs as one user: a user who floods the cluster with
+# tiny GPU jobs cannot drag the thresholds down to them (and so put everyone else's
+# running jobs in the last queue, where that user's new jobs could preempt them)
+# bats test_tags=stacks
+@test "queues=p50:p95: a flood of tiny jobs moves no threshold" {
+  state=$(sed -n 's/^StateSaveLocation=//p' "$SLURM_CONF")
+  log=$(sed -n 's/^SlurmctldLogFile=//p' "$SLURM_CONF")
+  pidfile=$(sed -n 's/^SlurmctldPidFile=//p' "$SLURM_CONF")
+  # Only this test's jobs in the window: the earlier tests' finished jobs purged (every
+  # 10 s with MinJobAge=10), then slurmctld started again without its ledger.
+  site_params interval=1s,queues=p50:p95
+  sed -i 's/^MinJobAge=.*/MinJobAge=10/' "$SLURM_CONF"
+  scontrol reconfigure
+  wait_until 60 '[ -z "$(squeue -h -t all -o %i)" ]'
+  pid=$(head -n 1 "$pidfile")
+  kill -TERM "$pid"
+  wait_until 30 "! kill -0 $pid"
+  rm -f "$state"/site_factor_dl.state*
+  slurmctld -f "$SLURM_CONF"
+  wait_until 30 'scontrol ping | grep -q "is UP"'
+  # Two users' jobs of 6 GPU-seconds each, and a third user's 40 jobs of 1-2.
+  root=$(submit --array=1-10 --gres=gpu:1 -o /dev/null --wrap 'sleep 6')
+  other=$(as_dltest sbatch --parsable --array=1-10 --gres=gpu:1 -o /dev/null --chdir=/tmp \
+    --wrap 'sleep 6')
+  flood=$(as_dlother sbatch --parsable --array=1-40 --gres=gpu:1 -o /dev/null --chdir=/tmp \
+    --wrap 'sleep 1')
+  echo "jobs: $root $other $flood"
+  wait_until 240 '[ -z "$(squeue -h -o %i)" ]'
+  sleep 3 # the last samples
+  mark=$(wc -l <"$log")
+  scontrol reconfigure
+  wait_until 10 "tail -n +$((mark + 1)) '$log' | grep -q 'dl: site_factor: queue thresholds p50'"
+  line=$(tail -n +"$((mark + 1))" "$log" | grep -o 'dl: site_factor: queue thresholds p50.*' | tail -n 1)
+  echo "$line"
+  echo "$line" | grep -q 'from the last 60 finished jobs of 3 users'
+  # Counted per job, the flood is two thirds of the window and the median is one of its
+  # 1-2 GPU-seconds; as one user of three, the median is the other users' 6.
+  p50=$(echo "$line" | sed -n 's/.*p50 \([0-9.e+-]*\),.*/\1/p')
+  awk -v h="$p50" 'BEGIN { exit !(h * 3600 >= 4) }'
 }
 
 # cancelling a job and resubmitting it with --dl-resume-from does not buy its priority back

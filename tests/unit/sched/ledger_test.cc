@@ -447,15 +447,25 @@ std::string with_checksum(const std::string& header, const std::string& body,
   return header + "\n" + body + "end " + counts + " " + fmt::format("{:016x}", h) + "\n";
 }
 
-TEST(LedgerFinished, EachFinishedJobOnceWithItsWholeService) {
+// The service of the ledger's finished jobs, oldest first.
+std::vector<double> services(const ServiceLedger& l) {
+  std::vector<double> out;
+  for (const auto& f : l.finished().jobs()) out.push_back(f.gpu_s);
+  return out;
+}
+
+TEST(LedgerFinished, EachFinishedJobOnceWithItsWholeServiceAndOwner) {
   ServiceLedger l;
   l.observe(1, ran(1000, 4), 1000);
-  l.observe(1, finished(1100), 1130);
-  l.observe(1, finished(1100), 1160);  // seen again at the next samples
+  JobSnapshot done = finished(1100);
+  done.uid = 1001;
+  l.observe(1, done, 1130);
+  l.observe(1, done, 1160);  // seen again at the next samples
   // Ran between two samples: the one run Slurm shows.
   JobSnapshot quick = finished(2010);
   quick.start = 2000;
   quick.gpus = 2;
+  quick.uid = 1002;
   l.observe(2, quick, 2030);
   l.observe(2, quick, 2060);
   // Never ran (cancelled while pending), or ran on no GPU: not counted.
@@ -463,7 +473,12 @@ TEST(LedgerFinished, EachFinishedJobOnceWithItsWholeService) {
   JobSnapshot cpu = finished(2100);
   cpu.start = 2000;
   l.observe(4, cpu, 2130);
-  EXPECT_EQ(l.finished_service(), (std::vector<double>{400, 20}));
+  EXPECT_EQ(services(l), (std::vector<double>{400, 20}));
+  ASSERT_EQ(l.finished().size(), 2u);
+  EXPECT_EQ(l.finished().jobs()[0].user, 1001u);
+  EXPECT_EQ(l.finished().jobs()[0].end, 1130);  // when the ledger saw it finished
+  EXPECT_EQ(l.finished().jobs()[1].user, 1002u);
+  EXPECT_EQ(l.finished().jobs()[1].end, 2030);
 }
 
 TEST(LedgerFinished, KeepsTheMostRecentWindow) {
@@ -474,48 +489,61 @@ TEST(LedgerFinished, KeepsTheMostRecentWindow) {
     s.gpus = 1;
     l.observe(job, s, 5000);
   }
-  const auto got = l.finished_service();
+  const auto got = services(l);
   ASSERT_EQ(got.size(), kAdaptWindow);
   EXPECT_DOUBLE_EQ(got.front(), 6);
   EXPECT_DOUBLE_EQ(got.back(), kAdaptWindow + 5.0);
-  // A job that left the window is not counted again when it is seen again.
-  JobSnapshot again = finished(1003);
+  // Seen again, a job in the window is not counted again.
+  JobSnapshot again = finished(1000 + kAdaptWindow + 5);
   again.start = 1000;
   again.gpus = 1;
   l.observe(kAdaptWindow + 5, again, 5030);
-  EXPECT_EQ(l.finished_service().size(), kAdaptWindow);
-  EXPECT_DOUBLE_EQ(l.finished_service().back(), kAdaptWindow + 5.0);
+  EXPECT_EQ(services(l).size(), kAdaptWindow);
+  EXPECT_DOUBLE_EQ(services(l).back(), kAdaptWindow + 5.0);
 }
 
 TEST(LedgerFinished, SavedAndRestored) {
   ServiceLedger l;
   l.observe(1, ran(1000, 4), 1000);
-  l.observe(1, finished(1100), 1130);
+  JobSnapshot done = finished(1100);
+  done.uid = 1001;
+  l.observe(1, done, 1130);
   l.observe(2, ran(1000, 1), 1000);
   const auto text = l.serialize();
+  EXPECT_NE(text.find("\nf 1 1001 400 1130\n"), std::string::npos);
   auto back = ServiceLedger::parse(text);
   EXPECT_EQ(back.serialize(), text);
-  EXPECT_EQ(back.finished_service(), (std::vector<double>{400}));
-  back.observe(1, finished(1100), 1160);  // still counted once after a restart
-  EXPECT_EQ(back.finished_service(), (std::vector<double>{400}));
-  // A finished job before an entry, a duplicate, or a wrong count: damaged.
-  EXPECT_THROW(ServiceLedger::parse(with_checksum("slurm-dl service-ledger 3",
-                                                  "f 1 400\n2 0 1000 1000 1 0 0 0 0 -\n", "1 0 1")),
-               InputError);
+  EXPECT_EQ(services(back), (std::vector<double>{400}));
+  EXPECT_EQ(back.finished().jobs_of(1001), 1u);
+  back.observe(1, done, 1160);  // still counted once after a restart
+  EXPECT_EQ(services(back), (std::vector<double>{400}));
+  // A finished job before an entry, a duplicate, a wrong count or a missing field:
+  // damaged.
+  const std::string v4 = "slurm-dl service-ledger 4";
   EXPECT_THROW(ServiceLedger::parse(
-                   with_checksum("slurm-dl service-ledger 3", "f 1 400\nf 1 400\n", "0 0 2")),
+                   with_checksum(v4, "f 1 1001 400 1130\n2 0 1000 1000 1 0 0 0 0 -\n", "1 0 1")),
                InputError);
   EXPECT_THROW(
-      ServiceLedger::parse(with_checksum("slurm-dl service-ledger 3", "f 1 400\n", "0 0 2")),
+      ServiceLedger::parse(with_checksum(v4, "f 1 1001 400 1130\nf 1 1001 400 1130\n", "0 0 2")),
       InputError);
+  EXPECT_THROW(ServiceLedger::parse(with_checksum(v4, "f 1 1001 400 1130\n", "0 0 2")), InputError);
+  EXPECT_THROW(ServiceLedger::parse(with_checksum(v4, "f 1 400 1130\n", "0 0 1")), InputError);
 }
 
-TEST(LedgerFinished, ReadsAVersionTwoStateFile) {
-  const auto l = ServiceLedger::parse(
+TEST(LedgerFinished, ReadsVersionsThreeAndTwo) {
+  // Version 3 did not keep owners or ends: its finished jobs weigh as one user and
+  // ended at the last time the file knows.
+  const auto v3 = ServiceLedger::parse(with_checksum(
+      "slurm-dl service-ledger 3", "7 200 0 0 2 100 1000 1500 0 -\nf 1 400\nf 2 20\n", "1 0 2"));
+  EXPECT_EQ(v3.size(), 1u);
+  EXPECT_EQ(services(v3), (std::vector<double>{400, 20}));
+  EXPECT_EQ(v3.finished().users(), 1u);
+  EXPECT_EQ(v3.finished().jobs().back().end, 1500);
+  const auto v2 = ServiceLedger::parse(
       with_checksum("slurm-dl service-ledger 2", "7 200 0 0 2 100 0 0 0 -\n", "1 0"));
-  EXPECT_EQ(l.size(), 1u);
-  EXPECT_DOUBLE_EQ(l.attained(7, 0), 200);
-  EXPECT_TRUE(l.finished_service().empty());
+  EXPECT_EQ(v2.size(), 1u);
+  EXPECT_DOUBLE_EQ(v2.attained(7, 0), 200);
+  EXPECT_EQ(v2.finished().size(), 0u);
 }
 
 }  // namespace

@@ -179,6 +179,16 @@ TEST(PriorityQueues, SiteFactorsOrderByQueueThenByWait) {
   EXPECT_EQ(queue_of_points(site_factor(1e9, 5e6, p, 4), p), 2u);
 }
 
+// One user's jobs, ended one second apart.
+FinishedJobs of_one_user(const std::vector<double>& gpu_s) {
+  FinishedJobs f;
+  for (const double g : gpu_s) {
+    const auto id = static_cast<std::uint32_t>(f.size() + 1);
+    f.add({id, 1000, g, id});
+  }
+  return f;
+}
+
 TEST(PriorityQueues, PercentilesAdaptToTheFinishedJobs) {
   const auto p = parse_priority_params("queues=auto,starve=4");
   EXPECT_EQ(p.queue_percentiles, (std::vector<double>{50, 95}));
@@ -191,17 +201,75 @@ TEST(PriorityQueues, PercentilesAdaptToTheFinishedJobs) {
   EXPECT_EQ(p.queues, (std::vector<double>{inf, inf}));
   std::vector<double> finished;
   for (int i = 1; i < static_cast<int>(kAdaptMinJobs); ++i) finished.push_back(i * 100.0);
-  EXPECT_EQ(adapted_queues(finished, p), (std::vector<double>{inf, inf}));
+  EXPECT_EQ(adapted_queues(of_one_user(finished), p), (std::vector<double>{inf, inf}));
   // Nearest rank over 20 jobs (any order): the 10th and the 19th smallest.
   finished.clear();
   for (int i = 20; i >= 1; --i) finished.push_back(i * 100.0);
-  EXPECT_EQ(adapted_queues(finished, p), (std::vector<double>{1000, 1900}));
+  EXPECT_EQ(adapted_queues(of_one_user(finished), p), (std::vector<double>{1000, 1900}));
   // At least one GPU-second: jobs that ran no time do not make a threshold of 0.
-  EXPECT_EQ(adapted_queues(std::vector<double>(20, 0.0), p), (std::vector<double>{1, 1}));
+  EXPECT_EQ(adapted_queues(of_one_user(std::vector<double>(20, 0.0)), p),
+            (std::vector<double>{1, 1}));
   // Fixed thresholds stay as given.
   const auto fixed = parse_priority_params("queues=1h:8h");
   EXPECT_TRUE(fixed.queue_percentiles.empty());
-  EXPECT_EQ(adapted_queues(finished, fixed), fixed.queues);
+  EXPECT_EQ(adapted_queues(of_one_user(finished), fixed), fixed.queues);
+}
+
+// A user who floods the cluster with tiny jobs moves the thresholds no more than any
+// other user does: each user's jobs weigh as one user.
+TEST(PriorityQueues, EveryUserWeighsTheSame) {
+  const auto p = parse_priority_params("queues=p50:p95");
+  FinishedJobs f;
+  std::uint32_t id = 0;
+  // Two users whose jobs had 100-1000 and 1100-2000 GPU-seconds.
+  for (std::uint32_t user : {1u, 2u}) {
+    for (int k = 1; k <= 10; ++k) f.add({++id, user, (user - 1) * 1000.0 + k * 100.0, id});
+  }
+  EXPECT_EQ(adapted_queues(f, p), (std::vector<double>{1000, 1900}));
+  // A third floods the window with 500 one-second jobs. Counted per job, they would be
+  // 96% of the window and both thresholds 1 GPU-second; as a third of the weight, they
+  // move the median to the first user's 5th job and the 95th percentile not at all.
+  for (int k = 0; k < 500; ++k) f.add({++id, 3, 1, id});
+  EXPECT_EQ(adapted_queues(f, p), (std::vector<double>{500, 1900}));
+  // The same with one user's 10 jobs: no user counts more for running more.
+  FinishedJobs fair;
+  id = 0;
+  for (std::uint32_t user : {1u, 2u}) {
+    for (int k = 1; k <= 10; ++k) fair.add({++id, user, (user - 1) * 1000.0 + k * 100.0, id});
+  }
+  for (int k = 0; k < 10; ++k) fair.add({++id, 3, 1, id});
+  EXPECT_EQ(adapted_queues(fair, p), adapted_queues(f, p));
+}
+
+TEST(PriorityQueues, AFullWindowDropsTheOldestJobOfItsLargestUser) {
+  FinishedJobs f;
+  std::uint32_t id = 0;
+  for (int k = 0; k < 10; ++k) f.add({++id, 1, 100, id});  // an honest user's jobs
+  // Another user's flood fills the window and then pushes out only its own jobs.
+  for (std::size_t k = 0; k < 3 * kAdaptWindow; ++k) f.add({++id, 2, 1, id});
+  EXPECT_EQ(f.size(), kAdaptWindow);
+  EXPECT_EQ(f.jobs_of(1), 10u);
+  EXPECT_EQ(f.jobs_of(2), kAdaptWindow - 10);
+  EXPECT_EQ(f.jobs().back().id, id);
+  // The honest user's new jobs push out the flood's, oldest first.
+  const auto flood_oldest = f.jobs()[10].id;
+  f.add({++id, 1, 100, id});
+  EXPECT_EQ(f.jobs_of(1), 11u);
+  EXPECT_NE(f.jobs()[10].id, flood_oldest);
+  // Each job once.
+  EXPECT_FALSE(f.add({id, 1, 100, id}));
+  EXPECT_EQ(f.jobs_of(1), 11u);
+}
+
+TEST(PriorityQueues, TheWindowForgetsJobsOlderThanTwoWeeks) {
+  FinishedJobs f;
+  f.add({1, 1, 100, 0});
+  f.add({2, 2, 100, kAdaptMaxAge});
+  EXPECT_EQ(f.size(), 2u);
+  f.add({3, 2, 100, kAdaptMaxAge + 1});  // the first job is now too old
+  EXPECT_EQ(f.size(), 2u);
+  EXPECT_EQ(f.jobs_of(1), 0u);
+  EXPECT_EQ(f.users(), 1u);
 }
 
 TEST(PriorityQueues, PercentileErrorsNameTheParameter) {

@@ -433,6 +433,28 @@ TEST(Sim, QueuesAtPercentilesFollowTheFinishedJobs) {
   EXPECT_GT(too_few.outcomes.back().start_s, 100000);
 }
 
+TEST(Sim, QueuesAtPercentilesWeighEveryUserTheSame) {
+  // User f's ten 10-GPU-second jobs, then users a and b one 4,000-GPU-second job each
+  // (until 2030). Per job, p50 would be f's 10 GPU-seconds, L (4 GPUs from 2040) would be
+  // past it at once and the new job N (at 2300) would preempt it at its first checkpoint
+  // (2640). With each user weighing one third, p50 and p95 are 4,000 GPU-seconds, which
+  // L passes at 3040: N preempts it at its next checkpoint (3240).
+  std::vector<TraceJob> trace;
+  for (std::uint64_t id = 1; id <= 10; ++id) trace.push_back(job(id, 0, 10, 1));
+  for (auto& t : trace) t.user = "f";
+  trace.push_back(job(11, 30, 1000, 4));
+  trace.back().user = "a";
+  trace.push_back(job(12, 30, 1000, 4));
+  trace.back().user = "b";
+  trace.push_back(job(13, 2040, 100000, 4, true));
+  trace.push_back(job(14, 2300, 100, 4));
+  Options o = cluster(Policy::dl, 1, 4);
+  o.priority = parse_priority_params("queues=p50:p95");
+  const Result r = simulate(trace, o);
+  EXPECT_EQ(r.preemptions, 1u);
+  EXPECT_DOUBLE_EQ(r.outcomes.back().start_s, 3240);
+}
+
 TEST(Sim, EvenShapesUseSharedNodesAndNeverSplitSmallGangs) {
   // Nodes 0 and 1 are partly busy (7 and 2 GPUs): a 12-GPU gang runs at once as 2x6
   // on nodes 1 and 2; as pack (2 whole nodes x 8) it waits for the small jobs.
