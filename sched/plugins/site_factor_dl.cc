@@ -454,7 +454,10 @@ int visit(void* item, void* arg) {
 std::optional<std::string> sample(Plugin& p, std::vector<Reshape>& reshapes) {
   Sweep sweep{p, std::time(nullptr), false, 0, 0, {}, {}};
   {
+    // The thresholds from the jobs the previous samples saw finish, before slurmctld's
+    // lock is taken: a sort of up to kAdaptWindow numbers.
     const std::lock_guard<std::mutex> hold(p.mutex);
+    adapt_queues(p);
     sweep.reshape = p.params.reshape;
   }
   Ms ledger{};
@@ -466,7 +469,6 @@ std::optional<std::string> sample(Plugin& p, std::vector<Reshape>& reshapes) {
     const SlurmctldLock lock({NO_LOCK, WRITE_LOCK, READ_LOCK, READ_LOCK, NO_LOCK});
     const auto locked = Clock::now();
     const std::lock_guard<std::mutex> hold(p.mutex);
-    adapt_queues(p);
     p.ledger.begin_sweep();
     if (sweep.reshape) sweep.waiting.reserve(static_cast<std::size_t>(list_count(job_list)));
     {
