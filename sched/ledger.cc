@@ -263,7 +263,7 @@ Service ServiceLedger::observe(std::uint32_t job, const JobSnapshot& s, std::int
   if (it == jobs_.end()) {
     // It ran between two samples: its one run, as Slurm shows it.
     if (s.finished && s.start != 0 && s.end > s.start && s.gpus > 0) {
-      count_finished(job, s.uid, static_cast<double>(s.end - s.start) * s.gpus, now);
+      finished_.add({job, s.uid, static_cast<double>(s.end - s.start) * s.gpus, now});
     }
     return {};
   }
@@ -273,14 +273,9 @@ Service ServiceLedger::observe(std::uint32_t job, const JobSnapshot& s, std::int
   const Service now_service = service(e, now);
   if (s.finished) {
     carry_out(e, now);
-    if (e.gpus > 0) count_finished(job, s.uid, now_service.attained, now);
+    if (e.gpus > 0) finished_.add({job, s.uid, now_service.attained, now});
   }
   return now_service;
-}
-
-void ServiceLedger::count_finished(std::uint32_t job, std::uint32_t uid, double gpu_s,
-                                   std::int64_t now) {
-  finished_.add({job, uid, gpu_s, now});
 }
 
 void ServiceLedger::end_sweep() {

@@ -163,7 +163,6 @@ class ServiceLedger {
   };
   double decayed(const Account& a, std::int64_t now) const;
   void carry_out(Entry& e, std::int64_t now);
-  void count_finished(std::uint32_t job, std::uint32_t uid, double gpu_s, std::int64_t now);
   void deposit(std::uint32_t uid, const std::string& key, double gpu_s, std::int64_t now);
   void start_entry(Entry& e, const WorkOf* work_of, std::int64_t now);
   static void end_run(Entry& e, std::int64_t at);

@@ -122,6 +122,7 @@ PriorityParams parse_priority_params(std::string_view text) {
 bool FinishedJobs::add(const FinishedJob& job) {
   if (!ids_.insert(job.id).second) return false;
   jobs_.push_back(job);
+  ++added_;
   ++per_user_[job.user];
   while (jobs_.front().end < job.end - kAdaptMaxAge) drop(jobs_.begin());
   if (jobs_.size() > kAdaptWindow) {

@@ -105,12 +105,15 @@ class FinishedJobs {
   std::size_t size() const { return jobs_.size(); }
   std::size_t users() const { return per_user_.size(); }
   std::uint32_t jobs_of(std::uint32_t user) const;
+  // How many jobs add has taken: the window is the same while this is.
+  std::uint64_t added() const { return added_; }
 
  private:
   void drop(std::deque<FinishedJob>::iterator it);
   std::deque<FinishedJob> jobs_;
   std::unordered_set<std::uint32_t> ids_;
   std::unordered_map<std::uint32_t, std::uint32_t> per_user_;
+  std::uint64_t added_ = 0;
 };
 
 // The thresholds for `p`: p.queues when they are fixed; with queue_percentiles, those

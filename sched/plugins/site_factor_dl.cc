@@ -45,6 +45,9 @@ struct Plugin {
   PriorityParams params;
   std::string state_path;
   std::string saved;  // what the state file holds
+  // ledger.finished().added() when the thresholds were last taken: until another job
+  // finishes they stay as they are.
+  std::uint64_t adapted = 0;
 
   // DL_SITE_FACTOR_BASELINE in slurmctld's environment (bench/sched/lock_hold): every
   // other sample is then Slurm's own refresh alone, the benchmark's baseline.
@@ -125,11 +128,14 @@ void score(Plugin& p, job_record_t* job, std::time_t now) {
       NICE_OFFSET + site_factor(service.attained, service.waited, p.params, service.gpus);
 }
 
-// queues=pNN: the thresholds from the jobs finished so far, logged when they change
-// (verbose) and, with `announce` (start, reconfigure), always. Caller holds `mutex`.
+// queues=pNN: the thresholds from the jobs finished so far, taken again when a job has
+// finished since, logged when they change (verbose) and, with `announce` (start,
+// reconfigure: the ledger or the percentiles may be new), always. Caller holds `mutex`.
 void adapt_queues(Plugin& p, bool announce = false) {
   if (p.params.queue_percentiles.empty()) return;
   const auto& finished = p.ledger.finished();
+  if (finished.added() == p.adapted && !announce) return;
+  p.adapted = finished.added();
   auto queues = adapted_queues(finished, p.params);
   if (queues == p.params.queues && !announce) return;
   p.params.queues = std::move(queues);
@@ -455,7 +461,7 @@ std::optional<std::string> sample(Plugin& p, std::vector<Reshape>& reshapes) {
   Sweep sweep{p, std::time(nullptr), false, 0, 0, {}, {}};
   {
     // The thresholds from the jobs the previous samples saw finish, before slurmctld's
-    // lock is taken: a sort of up to kAdaptWindow numbers.
+    // lock is taken: a sort of up to kAdaptWindow numbers when a job has finished since.
     const std::lock_guard<std::mutex> hold(p.mutex);
     adapt_queues(p);
     sweep.reshape = p.params.reshape;

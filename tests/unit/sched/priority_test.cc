@@ -272,6 +272,20 @@ TEST(PriorityQueues, TheWindowForgetsJobsOlderThanTwoWeeks) {
   EXPECT_EQ(f.users(), 1u);
 }
 
+// site_factor/dl takes the thresholds again only when the window has taken a job since.
+TEST(PriorityQueues, TheWindowCountsTheJobsItTook) {
+  FinishedJobs f;
+  EXPECT_EQ(f.added(), 0u);
+  f.add({1, 1, 100, 0});
+  f.add({2, 1, 100, 1});
+  EXPECT_EQ(f.added(), 2u);
+  f.add({2, 1, 100, 2});  // seen again at the next sample
+  EXPECT_EQ(f.added(), 2u);
+  for (std::uint32_t id = 3; id <= kAdaptWindow + 10; ++id) f.add({id, 1, 100, id});
+  EXPECT_EQ(f.size(), kAdaptWindow);
+  EXPECT_EQ(f.added(), kAdaptWindow + 10);
+}
+
 TEST(PriorityQueues, PercentileErrorsNameTheParameter) {
   EXPECT_NE(error_of("queues=p50:1h").find("either all durations or all percentiles"),
             std::string::npos);
