@@ -87,6 +87,21 @@ wait_until() {
   return 1
 }
 
+# Stops slurmctld (pid $1) with SIGTERM and waits up to 30 s for it to exit; after that it
+# is killed (SIGKILL) and this fails.
+stop_ctld() {
+  local p=$1 deadline=$((SECONDS + 30))
+  kill -TERM "$p"
+  while kill -0 "$p" 2>/dev/null; do
+    if [ $SECONDS -ge $deadline ]; then
+      echo "slurmctld $p still running 30 s after SIGTERM" >&2
+      kill -9 "$p"
+      return 1
+    fi
+    sleep 0.1
+  done
+}
+
 # The PIDs of the processes named $2 that belong to job $1 (by the SLURM_JOB_ID in their
 # environment), oldest first: other clusters on this host run the same programs.
 job_pids() {

@@ -363,9 +363,7 @@ preempted_by_high() {
   sed -i 's/^MinJobAge=.*/MinJobAge=10/' "$SLURM_CONF"
   scontrol reconfigure
   wait_until 60 '[ -z "$(squeue -h -t all -o %i)" ]'
-  pid=$(head -n 1 "$pidfile")
-  kill -TERM "$pid"
-  wait_until 30 "! kill -0 $pid"
+  stop_ctld "$(head -n 1 "$pidfile")"
   rm -f "$state"/site_factor_dl.state*
   slurmctld -f "$SLURM_CONF"
   wait_until 30 'scontrol ping | grep -q "is UP"'
@@ -511,18 +509,6 @@ preempted_by_high() {
   running=$(submit -o /dev/null --dl-gpus=2 --wrap 'sleep 300')
   pending=$(submit -o /dev/null --dl-gpus=2 --begin=now+3600 --wrap true)
   wait_state "$running" RUNNING 30
-  stop_ctld() {
-    local p=$1 deadline=$((SECONDS + 30))
-    kill -TERM "$p"
-    while kill -0 "$p" 2>/dev/null; do
-      if [ $SECONDS -ge $deadline ]; then
-        echo "slurmctld $p still running 30 s after SIGTERM" >&2
-        kill -9 "$p"
-        return 1
-      fi
-      sleep 0.1
-    done
-  }
   stop_ctld "$(head -n 1 "$pidfile")"
   for delay in 1.3 2.1 3.7; do
     slurmctld -D -f "$SLURM_CONF" >ctld.out 2>&1 &
