@@ -78,6 +78,13 @@ teardown() { cancel_all; }
   run "$mc" up --dir "$dir" --port-base "$port" --sched-params 'a b'
   [ "$status" -ne 0 ]
   [ "$output" = "minicluster: --sched-params=a b: expected key[=value][,key[=value]...] (slurm.conf(5), SchedulerParameters)" ]
+  # Ports among the kernel's ephemeral ones: a warning (then nothing started here, as the
+  # --installed directory does not exist).
+  read -r lo _ </proc/sys/net/ipv4/ip_local_port_range
+  run "$mc" up --dir "$dir" --port-base "$lo" --installed /nonexistent
+  [ "$status" -ne 0 ]
+  [[ "$output" == *"minicluster: warning: --port-base=$lo: ports $lo-$((lo + 1099)) overlap the kernel's ephemeral ports"* ]]
+  [[ "$output" == *"--installed /nonexistent: no such directory"* ]]
   "$mc" up --dir "$dir" --port-base "$port" --nodes 2 --gpus-per-node 1 --sched-params batch_sched_delay=0
   "$mc" up --dir "$dir" --port-base "$port" --nodes 2 --gpus-per-node 1 --sched-params batch_sched_delay=0
   SLURM_CONF="$dir/slurm.conf" run scontrol show config
