@@ -344,30 +344,33 @@ std::optional<Shape> other_split_that_fits(std::uint32_t gpus, std::uint32_t gpu
 }
 
 ReshapePass::ReshapePass(std::vector<FreeNode> free, std::vector<Partition> partitions)
-    : free_(std::move(free)),
-      partitions_(std::move(partitions)),
-      blocked_in_(partitions_.size(), false) {}
+    : free_(std::move(free)), partitions_(std::move(partitions)) {}
 
 std::optional<Shape> ReshapePass::next(
     const Job& job, const std::function<std::optional<std::uint32_t>()>& reshapable_gpus) {
-  if (job.partition >= partitions_.size() || blocked_in_[job.partition]) return std::nullopt;
+  if (job.partition >= partitions_.size()) return std::nullopt;
   const Partition& part = partitions_[job.partition];
   std::vector<FreeNode> view;
   view.reserve(part.nodes.size());
-  for (const auto n : part.nodes) view.push_back(free_[n]);
+  std::uint64_t free_gpus = 0;
+  for (const auto n : part.nodes) {
+    view.push_back(free_[n]);
+    free_gpus += free_[n].gpus;
+  }
   Shape start = job.shape;
   std::optional<Shape> reshaped;
   if (!fits_now(job.shape, view, job.cpus_per_gpu)) {
+    // Every other split holds the same GPUs: none fits when the partition has fewer free
+    // (the usual case in a full cluster, answered without asking about the job).
+    if (std::uint64_t{job.shape.nodes_min} * job.shape.gpus_per_node > free_gpus) {
+      return std::nullopt;
+    }
     const auto gpus = reshapable_gpus();
     if (gpus) {
       reshaped =
           other_split_that_fits(*gpus, part.gpus_per_node, job.shape, view, job.cpus_per_gpu);
     }
-    if (!reshaped) {
-      blocked_in_[job.partition] = true;
-      ++blocked_;
-      return std::nullopt;
-    }
+    if (!reshaped) return std::nullopt;
     start = *reshaped;
   }
   take(start, view, job.cpus_per_gpu);

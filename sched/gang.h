@@ -96,9 +96,9 @@ std::vector<Shape> even_splits(std::uint32_t gpus, std::uint32_t gpus_per_node,
                                std::uint32_t max_nodes);
 
 // Reshaping a pending even gang (PrioritySiteFactorParameters reshape=yes): what is free
-// on each usable node now, and a main-scheduler pass over the pending jobs in priority
-// order that starts each job where it fits, in another even split when its own does not
-// (as dl-sim --shapes even-reshaped does), until the first job that cannot start.
+// on each usable node now, and a pass over the pending jobs in priority order that starts
+// each job where it fits, in another even split when its own does not (as dl-sim
+// --shapes even-reshaped does).
 struct FreeNode {
   std::uint32_t gpus = 0;
   std::uint32_t cpus = 0;
@@ -121,10 +121,11 @@ std::optional<Shape> other_split_that_fits(std::uint32_t gpus, std::uint32_t gpu
 
 // The reshape decision of one pass, the same for site_factor/dl (reshape=yes) and dl-sim
 // (--shapes even-reshaped): the caller hands it the waiting jobs in Slurm's order (the
-// partition's PriorityTier, the job's priority, the older job first) while open(); each
-// starts where it fits in its own shape, else in the first other even split that fits
-// (a reshape), else its partition is blocked for the rest of the pass, as Slurm's main
-// scheduler stops at the first job of a partition it cannot start.
+// partition's PriorityTier, the job's priority, the older job first); each starts where
+// it fits in its own shape, else in the first other even split that fits (a reshape),
+// else it waits and takes nothing. The pass goes on past a job that waits, as Slurm's
+// backfill scheduler does: a job behind it that a reshape lets fit now starts only where
+// the backfill scheduler starts it, which delays no higher job.
 class ReshapePass {
  public:
   struct Partition {
@@ -136,22 +137,19 @@ class ReshapePass {
     Shape shape;                // its shape now
     std::uint32_t cpus_per_gpu = 1;
   };
-  // `partitions`: those jobs wait in (the pass ends when each is blocked).
+  // `partitions`: those jobs wait in.
   ReshapePass(std::vector<FreeNode> free, std::vector<Partition> partitions);
 
-  bool open() const { return blocked_ < partitions_.size(); }
   // The next job: the split it starts in when that is not its own shape, else nullopt
   // (it starts in its own, or cannot start). `reshapable_gpus` is asked only for a job
-  // that does not fit in its own shape: its GPUs when it may be reshaped (reshape_note),
-  // else nullopt.
+  // that does not fit in its own shape but whose GPUs its partition has free: its GPUs
+  // when it may be reshaped (reshape_note), else nullopt.
   std::optional<Shape> next(const Job& job,
                             const std::function<std::optional<std::uint32_t>()>& reshapable_gpus);
 
  private:
   std::vector<FreeNode> free_;
   std::vector<Partition> partitions_;
-  std::vector<bool> blocked_in_;
-  std::size_t blocked_ = 0;
 };
 
 // Whether a pending job may be reshaped: an even gang (placement even, not elastic) of

@@ -270,14 +270,12 @@ struct Waiting {
   }
 };
 
-// A pass of Slurm's main scheduler as site_factor/dl sees it: the waiting jobs in
-// priority order, each started where it fits (in another even split when its own does
-// not and it is reshapable), until in each partition the first that cannot start.
-// Caller holds slurmctld's job and node locks. `looked` is how many waiting jobs it took
-// off the heap.
+// A pass of Slurm's schedulers as site_factor/dl sees it (ReshapePass): the waiting
+// jobs in priority order, each started where it fits (in another even split when its own
+// does not and it is reshapable). Caller holds slurmctld's job and node locks. `looked`
+// is how many waiting jobs it took off the heap.
 std::vector<Reshape> plan_reshapes(std::vector<Waiting> waiting, std::size_t& looked) {
-  // The partitions jobs wait in (a partition nothing waits in never blocks: counting it
-  // would pop kLooked jobs every pass).
+  // The partitions jobs wait in.
   std::vector<const part_record_t*> waited_in;
   const std::vector<FreeNode> free = free_nodes();
   std::vector<ReshapePass::Partition> partitions;
@@ -293,12 +291,12 @@ std::vector<Reshape> plan_reshapes(std::vector<Waiting> waiting, std::size_t& lo
     partitions.push_back(std::move(p));
   }
   ReshapePass pass(free, std::move(partitions));
-  // A heap, not a sort: the pass usually stops after a few jobs.
+  // A heap, not a sort: the pass looks at the first kLooked of what may be many more.
   std::make_heap(waiting.begin(), waiting.end());
   std::vector<Reshape> out;
   // As bf_max_job_test bounds the backfill pass: the first jobs only.
   constexpr std::size_t kLooked = 1000;
-  for (looked = 0; !waiting.empty() && looked < kLooked && pass.open(); ++looked) {
+  for (looked = 0; !waiting.empty() && looked < kLooked; ++looked) {
     std::pop_heap(waiting.begin(), waiting.end());
     job_record_t* job = waiting.back().job;
     waiting.pop_back();
@@ -434,7 +432,7 @@ struct Sweep {
   bool reshape = false;
   std::size_t jobs = 0;
   std::size_t priorities = 0;
-  std::vector<Waiting> waiting;  // reshape: the jobs a main scheduler pass tries
+  std::vector<Waiting> waiting;  // reshape: the jobs a scheduler pass tries
   std::exception_ptr failed;     // exceptions must not cross Slurm's C frames
 };
 

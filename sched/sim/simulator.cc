@@ -241,8 +241,7 @@ struct Simulator::Impl {
     ReshapePass pass(std::move(f), {std::move(all)});
     constexpr std::size_t kLooked = 1000;  // as site_factor/dl
     std::size_t looked = 0;
-    for (auto it = queue.begin(); it != queue.end() && pass.open() && looked < kLooked;
-         ++it, ++looked) {
+    for (auto it = queue.begin(); it != queue.end() && looked < kLooked; ++it, ++looked) {
       Job& j = jobs[it->second];
       Shape s;
       s.nodes_min = s.nodes_max = j.nodes;

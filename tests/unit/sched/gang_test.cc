@@ -313,7 +313,7 @@ TEST(Reshape, TakingAShapeUsesTheNodesWithTheFewestFreeGpusThatHaveEnough) {
 }
 
 // One pass over the waiting jobs in their order, as site_factor/dl and dl-sim run it.
-TEST(ReshapePass, JobsStartInOrderReshapedWhenTheirSplitDoesNotFitUntilOneCannot) {
+TEST(ReshapePass, JobsStartInOrderReshapedWhenTheirSplitDoesNotFit) {
   // Partition 0: nodes 0-4 (4 GPUs each), 2 free on each; partition 1: node 5, 4 free.
   std::vector<FreeNode> free = {{2, 8}, {2, 8}, {2, 8}, {2, 8}, {2, 8}, {4, 8}};
   ReshapePass pass(free, {{{0, 1, 2, 3, 4}, 4}, {{5}, 4}});
@@ -332,30 +332,50 @@ TEST(ReshapePass, JobsStartInOrderReshapedWhenTheirSplitDoesNotFitUntilOneCannot
   ASSERT_TRUE(eight.has_value());
   EXPECT_EQ(eight->layout(), "4x2");
   EXPECT_EQ(asked, 1);
-  // Partition 0 is full: a 2-GPU gang that may not be reshaped blocks it, and the jobs
-  // after it there are not looked at (a 1-GPU one is not even asked about).
-  EXPECT_TRUE(pass.open());
+  // Partition 0 is full: nothing more starts there, and nobody is asked (no split of
+  // more GPUs than are free fits).
   EXPECT_FALSE(pass.next({0, even_split(2, 4), 1}, reshapable(std::nullopt)).has_value());
-  EXPECT_TRUE(pass.open());  // partition 1 is still open
   Shape one;
   one.gpus_per_node = 1;
   EXPECT_FALSE(pass.next({0, one, 1}, counted).has_value());
   EXPECT_EQ(asked, 1);
-  // Partition 1: 8 GPUs (2x4) do not fit its one node; nothing else does: blocked.
-  EXPECT_FALSE(pass.next({1, even_split(8, 4), 1}, reshapable(8)).has_value());
-  EXPECT_FALSE(pass.open());
+  // Partition 1: 8 GPUs (2x4) do not fit its one node, and it has 4 free: the job waits,
+  // unasked; the 4-GPU job behind it starts there.
+  EXPECT_FALSE(pass.next({1, even_split(8, 4), 1}, counted).has_value());
+  EXPECT_EQ(asked, 1);
+  EXPECT_FALSE(pass.next({1, even_split(4, 4), 1}, counted).has_value());
+  EXPECT_FALSE(pass.next({1, one, 1}, counted).has_value());
+  EXPECT_EQ(asked, 1);
+}
+
+// Past a job that waits, as Slurm's backfill scheduler goes: a later job that fits only
+// in another split is reshaped (the backfill scheduler then starts it if that delays no
+// higher job).
+TEST(ReshapePass, AJobBehindOneThatWaitsIsReshaped) {
+  // Four 2-GPU nodes, one GPU free on each.
+  ReshapePass pass({{1, 8}, {1, 8}, {1, 8}, {1, 8}}, {{{0, 1, 2, 3}, 2}});
+  const auto gpus = [](std::uint32_t n) { return [n] { return std::optional<std::uint32_t>(n); }; };
+  // 8 GPUs as 4x2: more than the 4 free; it waits and takes nothing.
+  EXPECT_FALSE(pass.next({0, even_split(8, 2), 1}, gpus(8)).has_value());
+  // 4 GPUs as 2x2 do not fit; as 4x1 they do, on the GPUs the first job waits for.
+  const auto four = pass.next({0, even_split(4, 2), 1}, gpus(4));
+  ASSERT_TRUE(four.has_value());
+  EXPECT_EQ(four->layout(), "4x1");
+  // They took them: a third job finds nothing free.
+  EXPECT_FALSE(pass.next({0, even_split(4, 2), 1}, gpus(4)).has_value());
 }
 
 TEST(ReshapePass, AJobThatStartsTakesItsGpusFromTheLaterJobs) {
   // One partition of two 4-GPU nodes, all free: a 1x4 gang takes node 0; a second one
-  // fits on node 1; a third does not fit, even as 2x2 or 4x1.
+  // fits on node 1; a 2x2 gang then does not fit, nor does 4x1.
   ReshapePass pass({{4, 8}, {4, 8}}, {{{0, 1}, 4}});
   const auto four = [] { return std::optional<std::uint32_t>(4); };
   EXPECT_FALSE(pass.next({0, even_split(4, 4), 1}, four).has_value());
   EXPECT_FALSE(pass.next({0, even_split(4, 4), 1}, four).has_value());
-  EXPECT_TRUE(pass.open());
-  EXPECT_FALSE(pass.next({0, even_split(4, 4), 1}, four).has_value());
-  EXPECT_FALSE(pass.open());
+  Shape two_by_two;
+  two_by_two.nodes_min = two_by_two.nodes_max = 2;
+  two_by_two.gpus_per_node = 2;
+  EXPECT_FALSE(pass.next({0, two_by_two, 1}, four).has_value());
 }
 
 TEST(Reshape, OnlyAnEvenGangAsJobSubmitShapedItAndExactlyItsGpus) {
