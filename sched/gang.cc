@@ -344,37 +344,44 @@ std::optional<Shape> other_split_that_fits(std::uint32_t gpus, std::uint32_t gpu
 }
 
 ReshapePass::ReshapePass(std::vector<FreeNode> free, std::vector<Partition> partitions)
-    : free_(std::move(free)), partitions_(std::move(partitions)) {}
+    : free_(std::move(free)), partitions_(std::move(partitions)), views_(partitions_.size()) {}
 
 std::optional<Shape> ReshapePass::next(
     const Job& job, const std::function<std::optional<std::uint32_t>()>& reshapable_gpus) {
   if (job.partition >= partitions_.size()) return std::nullopt;
   const Partition& part = partitions_[job.partition];
-  std::vector<FreeNode> view;
-  view.reserve(part.nodes.size());
-  std::uint64_t free_gpus = 0;
-  for (const auto n : part.nodes) {
-    view.push_back(free_[n]);
-    free_gpus += free_[n].gpus;
+  View& view = views_[job.partition];
+  if (view.taken != taken_) {
+    view.nodes.clear();
+    view.free_gpus = 0;
+    for (const auto n : part.nodes) {
+      view.nodes.push_back(free_[n]);
+      view.free_gpus += free_[n].gpus;
+    }
+    view.taken = taken_;
   }
+  // Every split of a gang holds the same GPUs: none fits when the partition has fewer
+  // free (the usual case in a full cluster, answered without looking at the nodes or
+  // asking about the job).
+  const std::uint64_t holds = std::uint64_t{job.shape.nodes_min} * job.shape.gpus_per_node;
+  if (holds > view.free_gpus) return std::nullopt;
   Shape start = job.shape;
   std::optional<Shape> reshaped;
-  if (!fits_now(job.shape, view, job.cpus_per_gpu)) {
-    // Every other split holds the same GPUs: none fits when the partition has fewer free
-    // (the usual case in a full cluster, answered without asking about the job).
-    if (std::uint64_t{job.shape.nodes_min} * job.shape.gpus_per_node > free_gpus) {
-      return std::nullopt;
-    }
+  if (!fits_now(job.shape, view.nodes, job.cpus_per_gpu)) {
     const auto gpus = reshapable_gpus();
     if (gpus) {
       reshaped =
-          other_split_that_fits(*gpus, part.gpus_per_node, job.shape, view, job.cpus_per_gpu);
+          other_split_that_fits(*gpus, part.gpus_per_node, job.shape, view.nodes, job.cpus_per_gpu);
     }
     if (!reshaped) return std::nullopt;
     start = *reshaped;
   }
-  take(start, view, job.cpus_per_gpu);
-  for (std::size_t i = 0; i < part.nodes.size(); ++i) free_[part.nodes[i]] = view[i];
+  take(start, view.nodes, job.cpus_per_gpu);
+  for (std::size_t i = 0; i < part.nodes.size(); ++i) free_[part.nodes[i]] = view.nodes[i];
+  // The other partitions' views are stale now (they may share these nodes); this one is
+  // current.
+  view.taken = ++taken_;
+  view.free_gpus -= std::uint64_t{start.nodes_min} * start.gpus_per_node;
   return reshaped;
 }
 

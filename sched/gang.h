@@ -148,8 +148,17 @@ class ReshapePass {
                             const std::function<std::optional<std::uint32_t>()>& reshapable_gpus);
 
  private:
+  // What is free on a partition's nodes, taken again only after a job started: most jobs
+  // the pass looks at start nowhere.
+  struct View {
+    std::vector<FreeNode> nodes;  // as Partition::nodes
+    std::uint64_t free_gpus = 0;
+    std::uint64_t taken = ~std::uint64_t{0};  // taken_ when made
+  };
   std::vector<FreeNode> free_;
   std::vector<Partition> partitions_;
+  std::vector<View> views_;
+  std::uint64_t taken_ = 0;  // jobs started so far
 };
 
 // Whether a pending job may be reshaped: an even gang (placement even, not elastic) of
