@@ -79,6 +79,9 @@ promql() {
   printf '%s\n' '* 0 80 30000 80000 250' >gpus.txt
   job=$(submit -w n1 --gres=gpu:1 -o /dev/null --wrap 'sleep 60')
   wait_state "$job" RUNNING 30
+  # RUNNING is the controller's word; the batch step starts on n1 after it. One that
+  # starts after the bad argument below fails, as every step does, and drains the node.
+  wait_until 30 "[ -n \"\$(job_pids $job sleep)\" ]"
   [ ! -e "$OWNERS" ]
   plugstack_with "gpu_metrics=relative/dir"
   run sbatch --wrap true
