@@ -55,6 +55,7 @@ void print_result(const dl::sim::Result& r, const dl::sim::Options& o, bool json
         {"makespan_s", r.makespan_s},
         {"split_small_jobs", r.split_small_jobs},
         {"preemptions", r.preemptions},
+        {"reshapes", r.reshapes},
         {"lost_gpu_s", r.lost_gpu_s},
     };
     std::cout << j.dump() << '\n';
@@ -71,6 +72,9 @@ void print_result(const dl::sim::Result& r, const dl::sim::Options& o, bool json
              r.idle_while_fit, r.idle_while_node_fit);
   fmt::print("  small gangs split over nodes {}, preemptions {}, lost {:.0f} GPU-s\n",
              r.split_small_jobs, r.preemptions, r.lost_gpu_s);
+  const bool reshaping = o.shapes == dl::sim::Shapes::even_reshaped ||
+                         (o.shapes == dl::sim::Shapes::even_first && o.priority.reshape);
+  if (o.policy == dl::sim::Policy::dl && reshaping) fmt::print("  reshapes {}\n", r.reshapes);
 }
 
 }  // namespace

@@ -118,6 +118,7 @@ struct Simulator::Impl {
   } preempt_failed;
   mutable std::vector<std::uint32_t> scratch;
   std::uint64_t preemptions = 0;
+  std::uint64_t reshapes = 0;
   double lost_gpu_s = 0;
   Usage usage;  // the metrics' integrals
 
@@ -255,6 +256,7 @@ struct Simulator::Impl {
       j.nodes = to->nodes_min;
       j.per_node = to->gpus_per_node;
       ++version;
+      ++reshapes;
     }
   }
 
@@ -800,6 +802,7 @@ struct Simulator::Impl {
         summarize(std::move(outcomes), usage, static_cast<double>(o.nodes) * o.gpus_per_node);
     r.split_small_jobs = split;
     r.preemptions = preemptions;
+    r.reshapes = reshapes;
     r.lost_gpu_s = lost_gpu_s;
     r.runs = runs;
     return r;

@@ -126,6 +126,9 @@ struct Result {
   double makespan_s = 0;               // first submit to last completion
   std::uint64_t split_small_jobs = 0;  // gangs of <= G GPUs placed over several nodes
   std::uint64_t preemptions = 0;
+  // Pending jobs given another even split by the reshape pass (even_reshaped), each
+  // time: what site_factor/dl logs as "reshaped from".
+  std::uint64_t reshapes = 0;
   double lost_gpu_s = 0;
   std::vector<JobOutcome> outcomes;  // in submit order
   std::vector<RunEvent> runs;        // with Options::record_runs

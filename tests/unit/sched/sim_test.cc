@@ -500,11 +500,15 @@ TEST(Sim, EvenReshapedShapesTakeAnotherSplitUnderSlurmsSchedulers) {
   const std::vector<TraceJob> trace = one_gpu_free_on_six_nodes();
   Options reshaped = cluster(Policy::dl, 6, 4);
   reshaped.shapes = Shapes::even_reshaped;
-  EXPECT_DOUBLE_EQ(simulate(trace, reshaped).outcomes[6].start_s, 30);
+  const Result r = simulate(trace, reshaped);
+  EXPECT_DOUBLE_EQ(r.outcomes[6].start_s, 30);
+  EXPECT_EQ(r.reshapes, 1u);
   reshaped.priority.interval = std::chrono::seconds(10);
   EXPECT_DOUBLE_EQ(simulate(trace, reshaped).outcomes[6].start_s, 10);
   reshaped.shapes = Shapes::even_first;
-  EXPECT_GE(simulate(trace, reshaped).outcomes[6].start_s, 1000);
+  const Result first = simulate(trace, reshaped);
+  EXPECT_GE(first.outcomes[6].start_s, 1000);
+  EXPECT_EQ(first.reshapes, 0u);
   // site_factor/dl's reshape=yes in the priority parameters means the same.
   reshaped.priority = parse_priority_params("reshape=yes");
   EXPECT_DOUBLE_EQ(simulate(trace, reshaped).outcomes[6].start_s, 30);
