@@ -72,9 +72,10 @@ void print_result(const dl::sim::Result& r, const dl::sim::Options& o, bool json
              r.idle_while_fit, r.idle_while_node_fit);
   fmt::print("  small gangs split over nodes {}, preemptions {}, lost {:.0f} GPU-s\n",
              r.split_small_jobs, r.preemptions, r.lost_gpu_s);
-  const bool reshaping = o.shapes == dl::sim::Shapes::even_reshaped ||
-                         (o.shapes == dl::sim::Shapes::even_first && o.priority.reshape);
-  if (o.policy == dl::sim::Policy::dl && reshaping) fmt::print("  reshapes {}\n", r.reshapes);
+  if (o.policy == dl::sim::Policy::dl &&
+      dl::sim::modelled_shapes(o) == dl::sim::Shapes::even_reshaped) {
+    fmt::print("  reshapes {}\n", r.reshapes);
+  }
 }
 
 }  // namespace

@@ -124,8 +124,7 @@ struct Simulator::Impl {
 
   Impl(std::vector<TraceJob> trace, const Options& options) : o(options) {
     check_options();
-    // site_factor/dl's reshape=yes under Slurm's schedulers: --shapes even-reshaped.
-    if (o.priority.reshape && o.shapes == Shapes::even_first) o.shapes = Shapes::even_reshaped;
+    o.shapes = modelled_shapes(o);
     std::stable_sort(trace.begin(), trace.end(), [](const TraceJob& a, const TraceJob& b) {
       return a.submit_s != b.submit_s ? a.submit_s < b.submit_s : a.id < b.id;
     });

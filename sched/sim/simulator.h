@@ -86,6 +86,12 @@ struct Options {
   Shapes shapes = Shapes::pack;  // dl
 };
 
+// The shapes a run models: even_first with site_factor/dl's reshape=yes is what the
+// plugins do with it, even_reshaped.
+inline Shapes modelled_shapes(const Options& o) {
+  return o.priority.reshape && o.shapes == Shapes::even_first ? Shapes::even_reshaped : o.shapes;
+}
+
 // One job's life in the simulation, for comparisons with a real controller.
 struct JobOutcome {
   std::uint64_t id = 0;
