@@ -116,3 +116,15 @@ teardown() { cancel_all; }
   [ "$(echo "$output" | awk '{print $2}' | sort -u | wc -l)" -eq 2 ]
   ! ip netns list | grep -q "dl$port-" || false
 }
+
+# minicluster restart-ctld kills a slurmctld still running 30 s after SIGTERM (as Slurm's
+# bug 21875 leaves it) and starts it again
+@test "minicluster restart-ctld: a slurmctld that does not stop is killed, then started" {
+  p=$(ctld_pid)
+  kill -STOP "$p" # SIGTERM stays pending
+  run "$DL_ROOT/scripts/minicluster" restart-ctld
+  [ "$status" -eq 0 ]
+  [[ "$output" == *"minicluster: slurmctld (pid $p) still running 30 s after SIGTERM: killed (SIGKILL)"* ]]
+  [ "$(ctld_pid)" != "$p" ]
+  run_srun -N1 true
+}
