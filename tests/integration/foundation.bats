@@ -128,3 +128,33 @@ teardown() { cancel_all; }
   [ "$(ctld_pid)" != "$p" ]
   run_srun -N1 true
 }
+
+# The tests' helpers recover slurmctld only from the hang of Slurm's bug 21875: a thread
+# waiting in slurmscriptd_flush, as gdb finds it in a stripped binary such as Debian's
+@test "a slurmctld hung in slurmscriptd_flush is told from one stopped elsewhere" {
+  cat >hang.c <<'C'
+#include <pthread.h>
+static pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t c = PTHREAD_COND_INITIALIZER;
+__attribute__((noinline)) void slurmscriptd_flush(void) {
+  pthread_mutex_lock(&m);
+  for (;;) pthread_cond_wait(&c, &m);
+}
+int main(void) {
+  slurmscriptd_flush();
+  return 0;
+}
+C
+  cc -O1 -rdynamic -pthread -o hang hang.c
+  strip hang
+  ./hang &
+  hung=$!
+  sleep 300 &
+  other=$!
+  sleep 0.5
+  rc=0
+  ctld_hung_in_flush "$hung" || rc=$?
+  ctld_hung_in_flush "$other" || rc=$((rc + 10 * $?))
+  kill -9 "$hung" "$other"
+  [ "$rc" -eq 10 ]
+}

@@ -11,10 +11,14 @@ setup() {
   wait_queue_empty
 }
 teardown() {
-  # A test that stopped slurmctld and failed before starting it again.
+  # A test that stopped slurmctld and failed before starting it again, or slurmctld hung.
   if ! scontrol ping 2>/dev/null | grep -q 'is UP'; then
-    slurmctld -f "$SLURM_CONF"
-    wait_until 30 'scontrol ping | grep -q "is UP"'
+    if kill -0 "$(ctld_pid)" 2>/dev/null; then
+      recover_ctld
+    else
+      slurmctld -f "$SLURM_CONF"
+      wait_until 30 'scontrol ping | grep -q "is UP"'
+    fi
   fi
   cancel_all
   scancel --quiet -u dltest 2>/dev/null || true # the hostile tests' jobs
@@ -29,13 +33,13 @@ teardown() {
     if [ -f "$BATS_TEST_TMPDIR/restart-ctld" ]; then
       "$DL_ROOT/scripts/minicluster" restart-ctld # PreemptType needs a restart
     else
-      scontrol reconfigure
+      reconfigure
     fi
   fi
   if [ -f "$BATS_TEST_TMPDIR/plugstack.conf.saved" ]; then
     cp "$BATS_TEST_TMPDIR/plugstack.conf.saved" "$(dirname "$SLURM_CONF")/plugstack.conf.new"
     mv "$(dirname "$SLURM_CONF")/plugstack.conf.new" "$(dirname "$SLURM_CONF")/plugstack.conf"
-    scontrol reconfigure
+    reconfigure
   fi
   scontrol update PartitionName=low GraceTime=60
 }
@@ -44,7 +48,7 @@ teardown() {
 site_params() {
   cp "$SLURM_CONF" "$BATS_TEST_TMPDIR/slurm.conf.saved"
   sed -i "s/^PrioritySiteFactorParameters=.*/PrioritySiteFactorParameters=$1/" "$SLURM_CONF"
-  scontrol reconfigure
+  reconfigure
 }
 
 # Cancelled jobs of the previous test may still be completing.
@@ -361,7 +365,7 @@ preempted_by_high() {
   # 10 s with MinJobAge=10), then slurmctld started again without its ledger.
   site_params interval=1s,queues=p50:p95
   sed -i 's/^MinJobAge=.*/MinJobAge=10/' "$SLURM_CONF"
-  scontrol reconfigure
+  reconfigure
   wait_until 60 '[ -z "$(squeue -h -t all -o %i)" ]'
   stop_ctld "$(head -n 1 "$pidfile")"
   rm -f "$state"/site_factor_dl.state*
@@ -377,7 +381,7 @@ preempted_by_high() {
   wait_until 240 '[ -z "$(squeue -h -o %i)" ]'
   sleep 3 # the last samples
   mark=$(wc -l <"$log")
-  scontrol reconfigure
+  reconfigure
   wait_until 10 "tail -n +$((mark + 1)) '$log' | grep -q 'dl: site_factor: queue thresholds p50'"
   line=$(tail -n +"$((mark + 1))" "$log" | grep -o 'dl: site_factor: queue thresholds p50.*' | tail -n 1)
   echo "$line"
@@ -447,7 +451,7 @@ preempted_by_high() {
   plugstack=$(dirname "$SLURM_CONF")/plugstack.conf
   cp "$plugstack" "$BATS_TEST_TMPDIR/plugstack.conf.saved"
   sed -i '/spank_dl.so/ s/$/ max_gpus=4/' "$plugstack"
-  scontrol reconfigure
+  reconfigure
   raw=$DL_BUILD_DIR/tests/integration/submit_raw
   log=$(dirname "$SLURM_CONF")/log/slurmctld.log
   # Within the site's limit: accepted and shaped as usual.
