@@ -79,8 +79,10 @@ field_values() { grep -o "$1=[^ ]*" "${2:-out.txt}" | cut -d= -f2 | sort -u; }
   job=$(submit -J "$name" -N2 --ntasks-per-node=1 --requeue --dl-grace=30s -o out.txt \
     --open-mode=append --wrap "srun --mpi=pmix $DLRUN --status-interval=1s $TRAINER --steps 150 --step-ms 50")
   wait_until 60 'grep -q "RUNNING step" out.txt'
-  # The status line in the job comment, after job_submit/dl's part, which stays.
-  [[ $(job_comment "$job") =~ ^dl:\ no\ GPUs\ \|\ RUNNING\ step\ [0-9]+ ]]
+  # The status line in the job comment, after job_submit/dl's part, which stays. dlrun
+  # prints the line first, then sends it to slurmctld.
+  running='^dl: no GPUs [|] RUNNING step [0-9]+'
+  wait_until 10 '[[ $(job_comment "$job") =~ $running ]]'
   scancel --signal=TERM "$job"
   wait_state "$job" COMPLETED 120
   # Both ranks got one request and checkpointed at the same step.
