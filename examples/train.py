@@ -45,13 +45,14 @@ def main():
     state = TrainState(model=model, optimizer=optimizer, loader=loader)  # what a checkpoint holds
     start = state.resume()  # the newest checkpoint of this job, if it has one
     for epoch in range(start.epoch, args.epochs):
+        loss = None  # resumed from the epoch's last batch, the epoch has no batch left
         for x, y in state.batches(epoch):  # the epoch's batches not done yet
             optimizer.zero_grad()
             loss = torch.nn.functional.mse_loss(model(x.to(device)), y.to(device))
             loss.backward()
             optimizer.step()
             state.end_step(loss=loss.item())  # saves when dlrun asks (preemption, deadline...)
-        if dist.get_rank() == 0:
+        if loss is not None and dist.get_rank() == 0:
             print(f"epoch {epoch} loss {loss.item():.4f}", flush=True)
     state.close()  # the last checkpoint, if one is being written, is durable
     dist.destroy_process_group()
