@@ -445,5 +445,5 @@ check_hang_recovered() {
   wait_state "$job" COMPLETED 180
   [ "$(job_field "$job" Restarts)" = 1 ]
   ! scontrol show hostnames "$(job_field "$job" NodeList)" | grep -qx "$victim" || false
-  check_against_reference "$ref" 1
+  check_against_reference "$ref" 1 output-lost
 }
