@@ -73,21 +73,21 @@ class TrainExample(unittest.TestCase):
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         return r.stdout
 
-    def test_a_checkpoint_at_an_epochs_last_batch_resumes_and_ends(self):
-        self.run_train("--epochs", "1", checkpoint_at=1)
+    def resumed(self, checkpoint_at):
+        """The output of a 2-epoch run resumed from a 1-epoch run's checkpoint after step
+        `checkpoint_at`."""
+        self.run_train("--epochs", "1", checkpoint_at=checkpoint_at)
         saved = sorted(glob.glob(os.path.join(self.dir, "step-*")))
         self.assertEqual(len(saved), 1, saved)
-        out = self.run_train("--epochs", "2", resume=saved[0])
-        self.assertIn("epoch 1 loss", out)
+        return self.run_train("--epochs", "2", resume=saved[0])
+
+    def test_a_checkpoint_at_an_epochs_last_batch_resumes_and_ends(self):
+        self.assertIn("epoch 1 loss", self.resumed(1))
 
     def test_a_checkpoint_mid_epoch_resumes_and_ends(self):
-        self.run_train("--epochs", "1", checkpoint_at=0)
-        saved = sorted(glob.glob(os.path.join(self.dir, "step-*")))
-        self.assertEqual(len(saved), 1, saved)
-        out = self.run_train("--epochs", "2", resume=saved[0])
+        out = self.resumed(0)
         self.assertIn("epoch 0 loss", out)
         self.assertIn("epoch 1 loss", out)
-
 
 if __name__ == "__main__":
     unittest.main()
