@@ -67,10 +67,7 @@ check_against_reference() {
       from = substr($0, RSTART + 6, RLENGTH - 6)
       lost = older == "output-lost" && from + 0 > last + 0
       if (!(from in written) && !lost) { print "resumed from step " from ", never written"; bad = 1 }
-      if (older == "output-lost" && from + 0 < last + 0) {
-        print "resumed from step " from " but the newest checkpoint was " last; bad = 1
-      }
-      if (older == "" && from != last) {
+      if ((older == "" && from != last) || (older == "output-lost" && from + 0 < last + 0)) {
         print "resumed from step " from " but the newest checkpoint was " last; bad = 1
       }
       expect = from + 1; n++
