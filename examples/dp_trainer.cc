@@ -101,7 +101,6 @@ int main(int argc, char** argv) {
   int rank = 0, world = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &world);
-  int rc = 0;
   try {
     if (c.dim < static_cast<std::uint64_t>(world)) {
       throw std::invalid_argument("--dim=" + std::to_string(c.dim) + " is smaller than the " +
@@ -211,10 +210,12 @@ int main(int argc, char** argv) {
       }
     }
   } catch (const std::exception& e) {
+    // No MPI_Abort: it would kill every rank's dlrun with the step before dlrun could
+    // name the rank that failed first and decide what follows (a restart, a requeue).
+    // No MPI_Finalize either: a peer may be gone.
     std::fprintf(stderr, "dp_trainer (rank %d): %s\n", rank, e.what());
-    rc = 1;
-    MPI_Abort(MPI_COMM_WORLD, 1);
+    return 1;
   }
   MPI_Finalize();
-  return rc;
+  return 0;
 }

@@ -18,6 +18,9 @@ using namespace std::chrono_literals;
 // How often rank 0 re-reads the job: an administrator may change its time limit.
 constexpr auto kJobRefresh = 60s;
 
+// How long a failed rank's exit waits for a likelier culprit (Coordinator::failure_).
+constexpr auto kFailureWindow = 1s;
+
 Message end_message(int code, const std::string& why) {
   Message m;
   m.kind = MsgKind::end;
@@ -121,19 +124,18 @@ void Coordinator::on_message(std::uint32_t rank, const Message& m, Steady::time_
         if (!target_sent_ && round_->reports_complete()) round_reports_complete(now);
       }
       const bool stopping = round_ && round_->stop();
+      const bool all_exited = std::all_of(exited_.begin(), exited_.end(), [](bool e) { return e; });
       if (m.code != 0 && (!stopping || unsaved)) {
-        // The first rank whose program failed (or hung) is the run's culprit.
-        if (!ending_ && rank < nodes_.size() && !nodes_[rank].empty()) {
-          culprit_ = Culprit{nodes_[rank], rank,
-                             m.code == kExitHung ? CulpritKind::hung : CulpritKind::failed};
-        }
-        end_run(RunEnd::failed, m.code,
-                unsaved ? fmt::format("rank {} failed before its checkpoint was written ({})", rank,
-                                      m.text)
-                        : fmt::format("rank {} {}", rank, m.text),
-                now);
-      } else if (std::all_of(exited_.begin(), exited_.end(), [](bool e) { return e; })) {
-        if (stopping) {
+        hold_failure(rank, m.code,
+                     unsaved ? fmt::format("rank {} failed before its checkpoint was written ({})",
+                                           rank, m.text)
+                             : fmt::format("rank {} {}", rank, m.text),
+                     now);
+        if (all_exited && failure_) end_failed(now);
+      } else if (all_exited) {
+        if (failure_) {
+          end_failed(now);
+        } else if (stopping) {
           check_round(now);
         } else {
           end_run(RunEnd::completed, 0, "every rank completed", now);
@@ -164,6 +166,12 @@ void Coordinator::on_message(std::uint32_t rank, const Message& m, Steady::time_
 void Coordinator::on_rank_lost(std::uint32_t rank, const std::string& node, const std::string& why,
                                Steady::time_point now) {
   if (rank < exited_.size() && exited_[rank]) return;
+  // After a failure, a rank whose dlrun goes is its consequence (an MPI program's abort
+  // kills the step's tasks): the failure ends the run.
+  if (failure_) {
+    end_failed(now);
+    return;
+  }
   if (!ending_) {
     lost_node_ = node;
     if (!node.empty()) culprit_ = Culprit{node, rank, CulpritKind::lost};
@@ -250,8 +258,34 @@ void Coordinator::check_round(Steady::time_point now) {
   if (stop) end_run(RunEnd::stopped, kExitRequeued, why, now);
 }
 
+void Coordinator::hold_failure(std::uint32_t rank, int code, const std::string& why,
+                               Steady::time_point now) {
+  if (ending_) return;
+  const bool primary = code == kExitHung || (code > 128 && code <= 128 + SIGRTMAX);
+  if (failure_ && !primary) return;
+  const auto until = failure_ ? failure_->until : now + kFailureWindow;
+  failure_ = Failure{rank, code, why, until};
+  // Nothing comes before a killed or hung rank's program: the run ends now.
+  if (primary) end_failed(now);
+}
+
+void Coordinator::end_failed(Steady::time_point now) {
+  const Failure f = *failure_;
+  failure_.reset();
+  if (f.rank < nodes_.size() && !nodes_[f.rank].empty()) {
+    culprit_ = Culprit{nodes_[f.rank], f.rank,
+                       f.code == kExitHung ? CulpritKind::hung : CulpritKind::failed};
+  }
+  end_run(RunEnd::failed, f.code, f.why, now);
+}
+
 void Coordinator::end_run(RunEnd end, int code, const std::string& why, Steady::time_point now) {
   if (ending_) return;
+  // Nothing else ends a run whose failure is held: the failure came first.
+  if (failure_ && end != RunEnd::failed) {
+    end_failed(now);
+    return;
+  }
   ending_ = true;
   // A failure stops every rank first: the others are probably stuck in a collective
   // with the rank that is gone, and the decision below takes a few RPCs.
@@ -298,11 +332,18 @@ void Coordinator::end_run(RunEnd end, int code, const std::string& why, Steady::
   run_.ended = control_.wall_now();
   run_.end = tracking_event(out.phase);
   save_run_record();
-  if (end != RunEnd::failed) broadcast_(end_message(out.exit_code, why));
+  if (end == RunEnd::failed) return;
+  // The launcher hears of the outcome before the step can end (see format_run_end).
+  if (job_.under_launcher) control_.report_run_end(out.exit_code);
+  broadcast_(end_message(out.exit_code, why));
 }
 
 void Coordinator::tick(Steady::time_point now) {
   if (ending_) return;
+  if (failure_ && now >= failure_->until) {
+    end_failed(now);
+    return;
+  }
   if (now >= next_job_refresh_) {
     refresh_job();
     next_job_refresh_ = now + kJobRefresh;
@@ -396,6 +437,7 @@ Coordinator::Steady::time_point Coordinator::next_wakeup(Steady::time_point now)
   auto next = std::min(next_status_, next_job_refresh_);
   if (round_) next = std::min(next, round_deadline_);
   if (next_periodic_) next = std::min(next, *next_periodic_);
+  if (failure_) next = std::min(next, failure_->until);
   // The deadline is wall-clock time; a second's resolution is plenty against margins of
   // tens of seconds.
   return std::min(next, now + 1s);

@@ -63,6 +63,9 @@ class Coordinator {
   void round_reports_complete(Steady::time_point now);
   void check_round(Steady::time_point now);
   void end_run(RunEnd end, int code, const std::string& why, Steady::time_point now);
+  // A rank's program failed: the run ends at once or after kFailureWindow (see failure_).
+  void hold_failure(std::uint32_t rank, int code, const std::string& why, Steady::time_point now);
+  void end_failed(Steady::time_point now);
   void refresh_job();
   void update_status(Steady::time_point now, bool urgent);
   // Flags the job's GPUs idle or busy again as the idle rule says, and with
@@ -96,6 +99,17 @@ class Coordinator {
   std::string lost_node_;           // the node of the rank whose loss ended the run
   std::vector<std::string> nodes_;  // by rank
   std::optional<Culprit> culprit_;  // what ended a failed run
+  // A rank whose program exited non-zero, held for up to kFailureWindow before it ends the
+  // run: its collective may have failed because another rank's program was killed, whose
+  // exit can reach rank 0 later. A program killed by a signal (or hung) ends the run at
+  // once and takes the blame, so that the culprit's node is the right one (judge_culprit).
+  struct Failure {
+    std::uint32_t rank = 0;
+    int code = 0;
+    std::string why;
+    Steady::time_point until;
+  };
+  std::optional<Failure> failure_;
 
   SaveTimeEstimate save_time_;
   std::optional<Steady::time_point> next_periodic_;

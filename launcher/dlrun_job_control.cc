@@ -55,6 +55,8 @@ void DlrunJobControl::report_lost_node(const std::string& node) {
   dl::report_lost_node(job_, node);
 }
 
+void DlrunJobControl::report_run_end(int code) { dl::report_run_end(job_, code); }
+
 void DlrunJobControl::record_event(const std::string& kind, const std::string& reason) {
   exp::record_event(kind, reason);
 }

@@ -26,6 +26,7 @@ class DlrunJobControl final : public JobControl {
   CulpritVerdict judge_culprit(const std::optional<Culprit>& culprit) override;
   void report_culprit(const Culprit& culprit) override;
   void report_lost_node(const std::string& node) override;
+  void report_run_end(int code) override;
   void record_event(const std::string& kind, const std::string& reason) override;
   void record_checkpoint(std::int64_t step) override;
   void record_metrics(std::int64_t step,

@@ -70,6 +70,8 @@ class JobControl {
   // Under the job-level launcher: what made the step fail, and a node whose ranks were lost.
   virtual void report_culprit(const Culprit& culprit) = 0;
   virtual void report_lost_node(const std::string& node) = 0;
+  // Under the job-level launcher: the exit code of a run that ended without a failure.
+  virtual void report_run_end(int code) = 0;
 
   // Tracking (exp/trial.h): nothing outside an experiment's trial.
   virtual void record_event(const std::string& kind, const std::string& reason) = 0;

@@ -82,8 +82,9 @@ class Launcher {
   void on_report_accept();
   void on_report_readable(std::size_t i, const StepShape& shape);
   void end_step_without(const std::string& node);
-  // After srun has ended: the reports already sent (rank 0 sends the culprit before its
-  // ranks end, so it is in the socket's buffers by then), without waiting for more.
+  // After srun has ended: the reports already sent (rank 0 sends the culprit or the run's
+  // end before its ranks end, so it is in the socket's buffers by then), without waiting
+  // for more.
   void drain_reports(const StepShape& shape);
   void resized();
   // On a terminal: what is typed, to srun's stdin (srun is not in the foreground group).
@@ -111,6 +112,8 @@ class Launcher {
   // earlier failures when it has no restart history file to keep them in.
   std::optional<Culprit> culprit_;
   std::vector<Culprit> remembered_;
+  // How rank 0 ended the current step's run when it did not fail (format_run_end).
+  std::optional<int> run_end_;
   std::optional<std::int64_t> ckpt_at_start_;
 };
 
@@ -181,6 +184,7 @@ int Launcher::run_step(const StepShape& shape, bool reshaped) {
   srun_status_.reset();
   srun_killed_ = false;
   culprit_.reset();
+  run_end_.reset();
   srun_ = Program::start(spec);
   if (feed) {
     const int fd = srun_->stdin_feed().get();
@@ -292,6 +296,10 @@ void Launcher::on_report_readable(std::size_t i, const StepShape& shape) {
   }
   if (!line) return;
   r.fd.reset();
+  if (const auto code = parse_run_end(*line, key_)) {
+    run_end_ = code;
+    return;
+  }
   if (auto culprit = parse_culprit(*line, key_)) {
     // The first culprit of the step counts: a rank 1 standing in for a lost rank 0 may
     // report too. Only a node of the step can be one.
@@ -486,7 +494,16 @@ int Launcher::run() {
   }
   for (;;) {
     const auto started = Steady::now();
-    const int code = run_step(shape, reshaped);
+    int code = run_step(shape, reshaped);
+    if (run_end_ && code != *run_end_) {
+      // Rank 0 had ended the run; what ended the step later was a consequence (a program
+      // whose peers were gone before it, see format_run_end).
+      log(LogLevel::info,
+          "the step ended with exit code {} after rank 0 had ended the run with exit code {}: "
+          "exit code {}",
+          code, *run_end_, *run_end_);
+      code = *run_end_;
+    }
     const auto took = std::chrono::duration_cast<std::chrono::seconds>(Steady::now() - started);
     const StepEnd end = classify_step_exit(code);
     if (end != StepEnd::failed) return code;

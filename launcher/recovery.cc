@@ -94,6 +94,22 @@ std::optional<Culprit> parse_culprit(std::string_view line, std::string_view key
   return culprit;
 }
 
+std::string format_run_end(std::string_view key, int code) {
+  return fmt::format("ENDED {} {}\n", key, code);
+}
+
+std::optional<int> parse_run_end(std::string_view line, std::string_view key) {
+  const auto payload = keyed_payload(line, "ENDED ", key);
+  if (!payload || payload->empty() || payload->size() > 3) return std::nullopt;
+  int code = 0;
+  for (const char c : *payload) {
+    if (!std::isdigit(static_cast<unsigned char>(c))) return std::nullopt;
+    code = code * 10 + (c - '0');
+  }
+  if (code > 255) return std::nullopt;
+  return code;
+}
+
 std::vector<std::string> step_shape_options(const StepShape& shape) {
   const auto n = shape.nodes.size();
   return {fmt::format("-N{}", n), fmt::format("-n{}", n * shape.tasks_per_node),

@@ -74,6 +74,14 @@ std::string format_culprit(std::string_view key, const Culprit& culprit);
 // The culprit of a valid report with `key`; nullopt for anything else.
 std::optional<Culprit> parse_culprit(std::string_view line, std::string_view key);
 
+// The third: how rank 0 ended a run that did not fail ("ENDED <key> <code>", the exit
+// code every rank's dlrun gets: 0, 75 or 143), sent before the ranks end. The step's own
+// exit code can say otherwise: once one rank's program is gone, another one's collective
+// fails, and an MPI program aborts the whole step (Open MPI's MPI_Abort, exit code 1).
+std::string format_run_end(std::string_view key, int code);
+// The exit code of a valid report with `key`; nullopt for anything else.
+std::optional<int> parse_run_end(std::string_view line, std::string_view key);
+
 // srun's options for a step on `shape` after nodes were taken out of the job:
 // "-N<n>", "-n<n x tasks>", "--ntasks-per-node=<tasks>", "--nodelist=<a,b>".
 std::vector<std::string> step_shape_options(const StepShape& shape);

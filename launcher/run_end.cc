@@ -46,29 +46,39 @@ std::string requeue_blocker(const JobSettings& job) {
 
 }  // namespace
 
-void report_lost_node(const JobSettings& job, const std::string& node) {
-  if (job.launcher_addr.empty() || node.empty()) return;
+namespace {
+
+// One report line to the job-level launcher (JobSettings::launcher_*); `what` says what it
+// tells, for the log. A failure is logged: the launcher then goes without it.
+void tell_launcher(const JobSettings& job, const std::string& line, const std::string& what) {
   try {
     const sys::Fd fd =
         net::connect_tcp(job.launcher_addr, job.launcher_port, std::chrono::seconds(2));
-    net::send_all(fd.get(), format_lost_node(job.launcher_key, node));
-    log(LogLevel::verbose, "told the launcher that node {} is lost", node);
+    net::send_all(fd.get(), line);
+    log(LogLevel::verbose, "told the launcher {}", what);
   } catch (const std::exception& e) {
-    log(LogLevel::warning, "couldn't tell the launcher that node {} is lost: {}", node, e.what());
+    log(LogLevel::warning, "couldn't tell the launcher {}: {}", what, e.what());
   }
+}
+
+}  // namespace
+
+void report_lost_node(const JobSettings& job, const std::string& node) {
+  if (job.launcher_addr.empty() || node.empty()) return;
+  tell_launcher(job, format_lost_node(job.launcher_key, node),
+                fmt::format("that node {} is lost", node));
 }
 
 void report_culprit(const JobSettings& job, const Culprit& culprit) {
   if (job.launcher_addr.empty() || culprit.node.empty()) return;
-  try {
-    const sys::Fd fd =
-        net::connect_tcp(job.launcher_addr, job.launcher_port, std::chrono::seconds(2));
-    net::send_all(fd.get(), format_culprit(job.launcher_key, culprit));
-    log(LogLevel::verbose, "told the launcher the culprit: {}", describe_culprit(culprit));
-  } catch (const std::exception& e) {
-    log(LogLevel::warning, "couldn't tell the launcher the culprit ({}): {}",
-        describe_culprit(culprit), e.what());
-  }
+  tell_launcher(job, format_culprit(job.launcher_key, culprit),
+                fmt::format("the culprit ({})", describe_culprit(culprit)));
+}
+
+void report_run_end(const JobSettings& job, int code) {
+  if (job.launcher_addr.empty()) return;
+  tell_launcher(job, format_run_end(job.launcher_key, code),
+                fmt::format("that the run ended with exit code {}", code));
 }
 
 CulpritVerdict judge_run_culprit(const JobSettings& job, const std::optional<Culprit>& culprit,

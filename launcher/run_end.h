@@ -43,6 +43,10 @@ CulpritVerdict judge_run_culprit(const JobSettings& job, const std::optional<Cul
 // before the step's ranks end. Failures are logged.
 void report_culprit(const JobSettings& job, const Culprit& culprit);
 
+// Under the job-level launcher: tells it how rank 0 ended a run that did not fail
+// (format_run_end), before the step's ranks end. Failures are logged.
+void report_run_end(const JobSettings& job, int code);
+
 // Under the job-level launcher: tells it that the step lost its ranks on `node`
 // (JobSettings::launcher_*), so that it can end the step without waiting for srun.
 // Failures are logged: the launcher then learns of the node when Slurm does.

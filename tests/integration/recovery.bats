@@ -193,26 +193,44 @@ torch_node_killed() {
   [ "$(final_loss 149 "${ref%.bin}.txt")" = "$(final_loss 149 out.txt)" ]
 }
 
+# Ctrl-C in salloc: `dlrun ARGS...` in an allocation of two nodes (into out.txt; the job in
+# job.id), SIGINT to it once CONDITION holds; salloc's exit status in rc.
+ctrl_c_in_salloc() {
+  local condition=$1 salloc_pid
+  shift
+  timeout 120 salloc -N2 --ntasks-per-node=1 --dl-gpus=2 sh -c \
+    "echo \$\$ >launcher.pid; echo \$SLURM_JOB_ID >job.id; exec $DLRUN $*" >out.txt 2>&1 &
+  salloc_pid=$!
+  wait_until 60 "$condition"
+  # A terminal sends SIGINT to the foreground group: the launcher.
+  kill -INT "$(cat launcher.pid)"
+  rc=0
+  wait "$salloc_pid" || rc=$?
+}
+
 # recovery 4: dlrun in salloc starts the ranks itself; SIGINT (Ctrl-C) stops every rank cleanly
 @test "recovery 4: dlrun in salloc; Ctrl-C stops every rank" {
   timeout 120 salloc -N2 --ntasks-per-node=1 --dl-gpus=2 "$DLRUN" -v "$DP" --steps 60 --step-ms 0 \
     --out "$PWD/small.bin" >small.txt 2>&1 || { cat small.txt; false; }
   grep -q "^\[rank 1@n[0-9]*\] dlrun: started '.*dp_trainer' (pid [0-9]*): RANK=1 WORLD_SIZE=2 " small.txt
   grep -q '\] final step 59 ' small.txt
-  # Ctrl-C: the launcher gets SIGINT (a terminal sends it to the foreground group).
-  timeout 120 salloc -N2 --ntasks-per-node=1 --dl-gpus=2 sh -c \
-    "echo \$\$ >launcher.pid; echo \$SLURM_JOB_ID >job.id; exec $DLRUN $DP --steps 100000 --step-ms 20 --out $PWD/out.bin" \
-    >out.txt 2>&1 &
-  salloc_pid=$!
-  wait_until 60 '[ "$(last_step)" ] && [ "$(last_step)" -ge 10 ]'
-  kill -INT "$(cat launcher.pid)"
-  rc=0
-  wait "$salloc_pid" || rc=$?
+  ctrl_c_in_salloc '[ "$(last_step)" ] && [ "$(last_step)" -ge 10 ]' \
+    "$DP" --steps 100000 --step-ms 20 --out "$PWD/out.bin"
   [ "$rc" = 143 ] || { cat out.txt; false; }
   grep -q 'SIGINT: stopping every rank' out.txt
   grep -q 'not requeued: only batch jobs can be requeued' out.txt
   [ -z "$(job_pids "$(cat job.id)" dp_trainer)" ]
   ! grep -q 'inside the allocation' out.txt || false
+}
+
+# recovery 4: after Ctrl-C, rank 0 ends the run as stopped (143); a program that then aborts the
+# step (an MPI program whose peer ended first: MPI_Abort) does not change that exit code
+@test "recovery 4: Ctrl-C, then a program aborts the step: the stop's exit code" {
+  ctrl_c_in_salloc '[ "$(grep -c "mpi rank=[01] size=2 sum=1$" out.txt)" -eq 2 ]' \
+    "$DL_BUILD_DIR/tests/integration/mpi_allreduce" --abort-when-ended
+  grep -q 'MPI_ABORT was invoked' out.txt
+  grep -q 'the step ended with exit code 1 after rank 0 had ended the run with exit code 143: exit code 143$' out.txt
+  [ "$rc" = 143 ]
 }
 
 # The node the batch script's second node was on its first run (kept in ./victim, so

@@ -29,6 +29,7 @@ class FakeJobControl final : public JobControl {
   std::vector<Culprit> judged;
   std::vector<Culprit> reported_culprits;
   std::vector<std::string> reported_lost;
+  std::vector<int> reported_ends;
   std::vector<std::pair<std::string, std::string>> events;
   std::vector<std::int64_t> checkpoints;
   std::vector<RunRecord> records;
@@ -54,6 +55,7 @@ class FakeJobControl final : public JobControl {
   }
   void report_culprit(const Culprit& c) override { reported_culprits.push_back(c); }
   void report_lost_node(const std::string& node) override { reported_lost.push_back(node); }
+  void report_run_end(int code) override { reported_ends.push_back(code); }
   void record_event(const std::string& kind, const std::string& reason) override {
     events.emplace_back(kind, reason);
   }
@@ -139,9 +141,33 @@ TEST(Coordinator, AStopRunsOneRoundThenConcludesTheRunAsStopped) {
   // Every rank ends with the outcome's code.
   ASSERT_EQ(h.sent.back().kind, MsgKind::end);
   EXPECT_EQ(h.sent.back().code, kExitRequeued);
+  EXPECT_TRUE(h.control.reported_ends.empty());  // no job-level launcher
   // A second stop request changes nothing: the run has ended.
   h.coordinator->on_message(0, msg(MsgKind::want, 0, -1, true, 0, "again"), t0 + 4s);
   EXPECT_EQ(h.control.concluded.size(), 1u);
+}
+
+TEST(Coordinator, UnderTheLauncherAStopTellsTheLauncherItsExitCodeBeforeTheRanksEnd) {
+  Harness h;
+  h.job.under_launcher = true;
+  h.control.outcome.exit_code = 143;
+  h.control.outcome.phase = JobPhase::stopped;
+  std::vector<int> reported_at_end{-1};
+  h.coordinator.reset();
+  h.coordinator.emplace(h.options, h.job, 2, std::nullopt, h.control,
+                        [&h, &reported_at_end](const Message& m) {
+                          h.sent.push_back(m);
+                          if (m.kind == MsgKind::end) reported_at_end = h.control.reported_ends;
+                        });
+  h.start();
+  const std::uint64_t seq = h.stop_frozen_at(7);
+  h.coordinator->on_message(0, msg(MsgKind::done, seq, 7), t0 + 1s);
+  h.coordinator->on_message(1, msg(MsgKind::done, seq, 7), t0 + 1s);
+  ASSERT_EQ(h.sent.back().kind, MsgKind::end);
+  EXPECT_EQ(h.sent.back().code, 143);
+  // The launcher knows before any rank ends: a program that outlives its peers and fails
+  // the step (an MPI abort) does not turn the stop into a failure.
+  EXPECT_EQ(reported_at_end, std::vector<int>{143});
 }
 
 TEST(Coordinator, ARankThatDoesNotCheckpointWithinTheGraceTimeEndsTheRunStopped) {
@@ -201,6 +227,11 @@ TEST(Coordinator, AFailedRankIsTheCulpritAndEveryRankEndsWithItsCode) {
   h.control.outcome.exit_code = 3;
   h.control.outcome.phase = JobPhase::failed;
   h.coordinator->on_message(2, msg(MsgKind::exit, 0, -1, false, 3, "exited with 3"), t0 + 5s);
+  // Held for a second, in case another rank's program was killed (see the next test).
+  EXPECT_LE(h.coordinator->next_wakeup(t0 + 5s), t0 + 6s);
+  h.coordinator->tick(t0 + 5s + 999ms);
+  EXPECT_TRUE(h.sent.empty());
+  h.coordinator->tick(t0 + 6s);
   ASSERT_EQ(h.control.concluded.size(), 1u);
   const auto& c = h.control.concluded[0];
   EXPECT_EQ(c.end, RunEnd::failed);
@@ -217,7 +248,28 @@ TEST(Coordinator, AFailedRankIsTheCulpritAndEveryRankEndsWithItsCode) {
   EXPECT_EQ(h.sent[0].code, 3);
   EXPECT_TRUE(h.control.reported_culprits.empty());  // no job-level launcher
   // A second failure is part of the first.
-  h.coordinator->on_message(1, msg(MsgKind::exit, 0, -1, false, 1, "exited with 1"), t0 + 6s);
+  h.coordinator->on_message(1, msg(MsgKind::exit, 0, -1, false, 1, "exited with 1"), t0 + 7s);
+  EXPECT_EQ(h.control.concluded.size(), 1u);
+}
+
+TEST(Coordinator, AKilledRankIsTheCulpritEvenWhenAPeerThatFailedBecauseOfItReportsFirst) {
+  Harness h(4);
+  h.start();
+  h.control.outcome.phase = JobPhase::failed;
+  // Rank 1's program was killed; rank 3's collective failed, and its exit came first.
+  h.coordinator->on_message(3, msg(MsgKind::exit, 0, -1, false, 1, "exited with 1"), t0 + 5s);
+  EXPECT_TRUE(h.control.concluded.empty());
+  h.coordinator->on_message(1, msg(MsgKind::exit, 0, -1, false, 137, "killed by signal 9 (Killed)"),
+                            t0 + 5s + 300ms);
+  // The killed one ends the run at once.
+  ASSERT_EQ(h.control.concluded.size(), 1u);
+  EXPECT_EQ(h.control.concluded[0].why, "rank 1 killed by signal 9 (Killed)");
+  EXPECT_EQ(h.control.concluded[0].code, 137);
+  ASSERT_EQ(h.control.judged.size(), 1u);
+  EXPECT_EQ(h.control.judged[0].node, "n1");
+  EXPECT_EQ(h.control.judged[0].rank, 1u);
+  h.coordinator->on_message(2, msg(MsgKind::exit, 0, -1, false, 134, "killed by signal 6"),
+                            t0 + 5s + 400ms);
   EXPECT_EQ(h.control.concluded.size(), 1u);
 }
 
@@ -233,6 +285,7 @@ TEST(Coordinator, UnderTheLauncherTheCulpritEndsFirstAndTheLauncherDecides) {
   for (std::uint32_t r = 0; r < 3; ++r) h.coordinator->set_node(r, "n" + std::to_string(r));
   h.start();
   h.coordinator->on_message(1, msg(MsgKind::exit, 0, -1, false, kExitHung, "hung"), t0 + 5s);
+  h.coordinator->tick(t0 + 6s);
   ASSERT_EQ(h.control.reported_culprits.size(), 1u);
   EXPECT_EQ(h.control.reported_culprits[0].kind, CulpritKind::hung);
   ASSERT_EQ(h.sent_to.size(), 1u);
@@ -241,7 +294,8 @@ TEST(Coordinator, UnderTheLauncherTheCulpritEndsFirstAndTheLauncherDecides) {
   ASSERT_EQ(h.kinds(), std::vector<MsgKind>{MsgKind::end});
   EXPECT_EQ(h.sent[0].code, kExitRestartStep);
   EXPECT_EQ(h.control.reported_lost, std::vector<std::string>{""});
-  EXPECT_TRUE(h.control.concluded.empty());  // the launcher concludes, not this run
+  EXPECT_TRUE(h.control.concluded.empty());      // the launcher concludes, not this run
+  EXPECT_TRUE(h.control.reported_ends.empty());  // a failure, not an end to report
   ASSERT_FALSE(h.control.records.empty());
   EXPECT_EQ(h.control.records.back().end, "failed");
 }
@@ -254,6 +308,9 @@ TEST(Coordinator, ARankThatFailsWhileSavingTheLastCheckpointIsAFailureNotAStop) 
   h.coordinator->on_message(0, msg(MsgKind::done, seq, 7), t0 + 1s);
   // Rank 1's save raised: it exits non-zero before its checkpoint was done.
   h.coordinator->on_message(1, msg(MsgKind::exit, 0, -1, false, 1, "exited with 1"), t0 + 2s);
+  EXPECT_TRUE(h.control.concluded.empty());  // in case another rank's program was killed
+  // Every rank has exited: nothing more to wait for.
+  h.coordinator->on_message(0, msg(MsgKind::exit, 0, -1, false, 143, "killed"), t0 + 2s + 100ms);
   ASSERT_EQ(h.control.concluded.size(), 1u);
   EXPECT_EQ(h.control.concluded[0].end, RunEnd::failed);
   EXPECT_EQ(h.control.concluded[0].why,

@@ -77,6 +77,21 @@ TEST(TasksPerNode, FirstNodeOfSlurmsCompressedForm) {
   EXPECT_EQ(first_node_tasks("99999999999"), std::nullopt);
 }
 
+TEST(RunEndReport, OnlyTheKeyAndAnExitCodeCount) {
+  const std::string key(64, 'a');
+  EXPECT_EQ(format_run_end(key, 143), "ENDED " + key + " 143\n");
+  EXPECT_EQ(parse_run_end("ENDED " + key + " 143", key), 143);
+  EXPECT_EQ(parse_run_end("ENDED " + key + " 0", key), 0);
+  EXPECT_EQ(parse_run_end("ENDED " + std::string(64, 'b') + " 143", key), std::nullopt)
+      << "another key";
+  EXPECT_EQ(parse_run_end("ENDED " + key + " ", key), std::nullopt);
+  EXPECT_EQ(parse_run_end("ENDED " + key + " 256", key), std::nullopt);
+  EXPECT_EQ(parse_run_end("ENDED " + key + " -1", key), std::nullopt);
+  EXPECT_EQ(parse_run_end("ENDED " + key + " 1430", key), std::nullopt);
+  EXPECT_EQ(parse_run_end("ENDED " + key + " 75 1", key), std::nullopt);
+  EXPECT_EQ(parse_run_end("LOST " + key + " 143", key), std::nullopt);
+}
+
 TEST(LostNodeReport, OnlyTheKeyAndANodeNameCount) {
   const std::string key(64, 'a');
   EXPECT_EQ(format_lost_node(key, "n2"), "LOST " + key + " n2\n");
