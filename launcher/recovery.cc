@@ -6,6 +6,7 @@
 #include <cctype>
 
 #include "core/error.h"
+#include "core/parse.h"
 #include "launcher/control.h"
 
 namespace dl {
@@ -100,14 +101,12 @@ std::string format_run_end(std::string_view key, int code) {
 
 std::optional<int> parse_run_end(std::string_view line, std::string_view key) {
   const auto payload = keyed_payload(line, "ENDED ", key);
-  if (!payload || payload->empty() || payload->size() > 3) return std::nullopt;
-  int code = 0;
-  for (const char c : *payload) {
-    if (!std::isdigit(static_cast<unsigned char>(c))) return std::nullopt;
-    code = code * 10 + (c - '0');
+  if (!payload) return std::nullopt;
+  try {
+    return static_cast<int>(parse_uint("exit code", *payload, 0, 255));
+  } catch (const InputError&) {
+    return std::nullopt;
   }
-  if (code > 255) return std::nullopt;
-  return code;
 }
 
 std::vector<std::string> step_shape_options(const StepShape& shape) {
