@@ -256,6 +256,7 @@ struct Simulator::Impl {
       j.per_node = to->gpus_per_node;
       ++version;
       ++reshapes;
+      record(it->second, "reshape");
     }
   }
 

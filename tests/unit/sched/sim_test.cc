@@ -514,6 +514,30 @@ TEST(Sim, EvenReshapedShapesTakeAnotherSplitUnderSlurmsSchedulers) {
   EXPECT_DOUBLE_EQ(simulate(trace, reshaped).outcomes[6].start_s, 30);
 }
 
+TEST(Sim, RecordsWhenAJobIsReshaped) {
+  // The gang above, reshaped at the sample at 30 and started then: its runs say so, to
+  // set beside slurmctld's "reshaped from" lines.
+  const std::vector<TraceJob> trace = one_gpu_free_on_six_nodes();
+  Options o = cluster(Policy::dl, 6, 4);
+  o.shapes = Shapes::even_reshaped;
+  o.record_runs = true;
+  const Result r = simulate(trace, o);
+  std::vector<RunEvent> v;
+  for (const auto& e : r.runs) {
+    if (e.job == "7") v.push_back(e);
+  }
+  ASSERT_GE(v.size(), 2u);
+  EXPECT_EQ(v[0].event, "reshape");
+  EXPECT_DOUBLE_EQ(v[0].t, 30);
+  EXPECT_EQ(v[1].event, "start");
+  EXPECT_DOUBLE_EQ(v[1].t, 30);
+  for (const auto& e : r.runs) {
+    if (e.job != "7") {
+      EXPECT_NE(e.event, "reshape") << e.job;
+    }
+  }
+}
+
 TEST(Sim, ShapesOptionSetsTheModel) {
   EXPECT_EQ(parse_shapes("pack"), Shapes::pack);
   EXPECT_EQ(parse_shapes("pack-first"), Shapes::pack_first);
