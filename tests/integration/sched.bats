@@ -360,14 +360,13 @@ preempted_by_high() {
 @test "queues=p50:p95: a flood of tiny jobs moves no threshold" {
   state=$(sed -n 's/^StateSaveLocation=//p' "$SLURM_CONF")
   log=$(sed -n 's/^SlurmctldLogFile=//p' "$SLURM_CONF")
-  pidfile=$(sed -n 's/^SlurmctldPidFile=//p' "$SLURM_CONF")
   # Only this test's jobs in the window: the earlier tests' finished jobs purged (every
   # 10 s with MinJobAge=10), then slurmctld started again without its ledger.
   site_params interval=1s,queues=p50:p95
   sed -i 's/^MinJobAge=.*/MinJobAge=10/' "$SLURM_CONF"
   reconfigure
   wait_until 60 '[ -z "$(squeue -h -t all -o %i)" ]'
-  stop_ctld "$(head -n 1 "$pidfile")"
+  stop_ctld "$(ctld_pid)"
   rm -f "$state"/site_factor_dl.state*
   slurmctld -f "$SLURM_CONF"
   wait_until 30 'scontrol ping | grep -q "is UP"'
@@ -507,13 +506,10 @@ preempted_by_high() {
   site_params interval=1s
   state=$(sed -n 's/^StateSaveLocation=//p' "$SLURM_CONF")
   log=$(sed -n 's/^SlurmctldLogFile=//p' "$SLURM_CONF")
-  # The first line: 24.11 rewrites the pid file in place after a reconfigure, and a
-  # shorter pid leaves the old one's last digits on a second line.
-  pidfile=$(sed -n 's/^SlurmctldPidFile=//p' "$SLURM_CONF")
   running=$(submit -o /dev/null --dl-gpus=2 --wrap 'sleep 300')
   pending=$(submit -o /dev/null --dl-gpus=2 --begin=now+3600 --wrap true)
   wait_state "$running" RUNNING 30
-  stop_ctld "$(head -n 1 "$pidfile")"
+  stop_ctld "$(ctld_pid)"
   for delay in 1.3 2.1 3.7; do
     slurmctld -D -f "$SLURM_CONF" >ctld.out 2>&1 &
     pid=$!
@@ -545,9 +541,6 @@ preempted_by_high() {
 @test "slurmctld killed mid-save: a ledger restored" {
   site_params interval=1s
   log=$(sed -n 's/^SlurmctldLogFile=//p' "$SLURM_CONF")
-  # The first line: 24.11 rewrites the pid file in place after a reconfigure, and a
-  # shorter pid leaves the old one's last digits on a second line.
-  pidfile=$(sed -n 's/^SlurmctldPidFile=//p' "$SLURM_CONF")
   running=$(submit -o /dev/null --dl-gpus=2 --wrap 'sleep 300')
   wait_state "$running" RUNNING 30
   # Killed before a save of its job state that knows the running job, slurmctld forgets
@@ -559,7 +552,7 @@ preempted_by_high() {
   first=1
   for delay in 0.4 1.1 1.7 2.3 0.9; do
     restored=$(grep -c 'dl: site_factor: service of [0-9]* jobs restored' "$log" || true)
-    kill -9 "$(head -n 1 "$pidfile")"
+    kill -9 "$(ctld_pid)"
     wait_until 30 '! scontrol ping | grep -q "is UP"'
     slurmctld -f "$SLURM_CONF"
     wait_until 30 'scontrol ping | grep -q "is UP"'
