@@ -2,6 +2,8 @@
 
 #include <cmath>
 #include <numeric>
+#include <string>
+#include <vector>
 
 #include "core/error.h"
 #include "sched/priority.h"
@@ -469,6 +471,15 @@ TEST(Sim, EvenShapesUseSharedNodesAndNeverSplitSmallGangs) {
   EXPECT_GE(p.outcomes[2].start_s, 1000);
 }
 
+// The events of one job's runs (--runs), in order.
+std::vector<RunEvent> runs_of(const Result& r, const std::string& job) {
+  std::vector<RunEvent> v;
+  for (const auto& e : r.runs) {
+    if (e.job == job) v.push_back(e);
+  }
+  return v;
+}
+
 // Six 4-GPU nodes each with 3 GPUs busy until 1000, then a 6-GPU gang (2x3 first) at 5.
 std::vector<TraceJob> one_gpu_free_on_six_nodes() {
   std::vector<TraceJob> trace;
@@ -522,10 +533,7 @@ TEST(Sim, RecordsWhenAJobIsReshaped) {
   o.shapes = Shapes::even_reshaped;
   o.record_runs = true;
   const Result r = simulate(trace, o);
-  std::vector<RunEvent> v;
-  for (const auto& e : r.runs) {
-    if (e.job == "7") v.push_back(e);
-  }
+  const std::vector<RunEvent> v = runs_of(r, "7");
   ASSERT_GE(v.size(), 2u);
   EXPECT_EQ(v[0].event, "reshape");
   EXPECT_DOUBLE_EQ(v[0].t, 30);
@@ -652,10 +660,7 @@ TEST(Sim, RecordsEachRunOfAPreemptedJob) {
   o.requeue_delay_s = 11;
   o.record_runs = true;
   const Result r = simulate(trace, o);
-  std::vector<RunEvent> v;
-  for (const auto& e : r.runs) {
-    if (e.job == "1") v.push_back(e);
-  }
+  const std::vector<RunEvent> v = runs_of(r, "1");
   ASSERT_GE(v.size(), 5u);
   EXPECT_EQ(v[0].event, "start");
   EXPECT_DOUBLE_EQ(v[0].t, 0);
