@@ -425,7 +425,7 @@ bool slurm_backfill(const Options& o) {
 }
 
 bool backfill_preempts(const Options& o) {
-  return o.policy == Policy::dl && cons_tres_placement(o.shapes) && o.priority.discretized();
+  return windowed_preemption(o) && cons_tres_placement(o.shapes);
 }
 
 void backfill_pass(BackfillHost& host, const Options& o, const std::vector<std::uint32_t>& order) {

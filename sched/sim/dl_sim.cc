@@ -61,7 +61,8 @@ void print_result(const dl::sim::Result& r, const dl::sim::Options& o, bool json
     std::cout << j.dump() << '\n';
     return;
   }
-  fmt::print("policy {} on {} nodes x {} GPUs, {} jobs\n", dl::sim::to_string(o.policy), o.nodes,
+  fmt::print("policy {}{} on {} nodes x {} GPUs, {} jobs\n", dl::sim::to_string(o.policy),
+             o.clairvoyant ? " (clairvoyant: remaining GPU-time from the trace)" : "", o.nodes,
              o.gpus_per_node, r.jobs);
   fmt::print("  job completion time  avg {:.0f} s, p50 {:.0f} s, p95 {:.0f} s\n", r.avg_jct_s,
              r.p50_jct_s, r.p95_jct_s);
@@ -157,6 +158,10 @@ int main(int argc, char** argv) {
                  "that does not fit now in its split takes another even split that does, as "
                  "the plugins do with reshape=yes, which even-first then also means)")
       ->capture_default_str();
+  app.add_flag("--clairvoyant", o.clairvoyant,
+               "dl: a reference, not a policy: pending jobs by remaining GPU-time, read from the "
+               "trace, and preemption of jobs with twice as much (what knowing run times would "
+               "gain)");
   app.add_option("--requeue-delay", o.requeue_delay_s, "seconds Slurm holds a requeued job")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);

@@ -216,6 +216,7 @@ struct Simulator::Impl {
     if (!(o.bf_interval_s > 0) || o.bf_depth < 1 || !(o.bf_window_s > 0)) {
       throw bad("--bf-interval and --bf-window must be > 0, --bf-depth >= 1");
     }
+    if (o.clairvoyant && o.policy != Policy::dl) throw bad("--clairvoyant: only with --policy dl");
   }
 
   // ---------------------------------------------------------------- cluster
@@ -300,7 +301,7 @@ struct Simulator::Impl {
     j.state = State::pending;
     j.eligible = now;
     j.queue_key = key_of(j);
-    if (o.policy == Policy::dl && o.priority.discretized() && j.attained > 0) {
+    if (o.policy == Policy::dl && o.priority.discretized() && !o.clairvoyant && j.attained > 0) {
       // The starvation guard: promoted to queue 0 once it has waited long enough.
       const double after = starving_after(j.attained / j.hold, o.priority);
       if (after != kInf && after > j.waited) {
@@ -315,9 +316,11 @@ struct Simulator::Impl {
 
   // The pending order: fifo by submit time; dl by -dl::queue_key (which keeps the order
   // of dl::priority_points while they wait), or with discretized queues by queue, then
-  // by how long the job has waited over its life (FIFO within a queue).
+  // by how long the job has waited over its life (FIFO within a queue); clairvoyant by
+  // remaining GPU-time (which does not change while the job waits).
   double key_of(const Job& j) const {
     if (o.policy == Policy::fifo_backfill) return j.t.submit_s;
+    if (o.clairvoyant) return remaining_gpu_s(j);
     const double since = j.eligible - j.waited;
     if (!o.priority.discretized()) return -queue_key(j.attained, since, o.priority);
     const double wait = j.waited + now - j.eligible;
@@ -352,6 +355,12 @@ struct Simulator::Impl {
 
   double progress_now(const Job& j) const {
     return std::max(0.0, now - j.run_start - j.run_restore);
+  }
+
+  // Clairvoyant: the GPU-seconds job j still needs, as of `progress` seconds into its
+  // current run (0 when it is not running).
+  double remaining_gpu_s(const Job& j, double progress = 0) const {
+    return j.hold * std::max(0.0, j.t.duration_s - j.work_done - progress);
   }
 
   void start(std::uint32_t i, const std::vector<Alloc>& alloc, std::optional<double> slot_end) {
@@ -515,8 +524,9 @@ struct Simulator::Impl {
   }
 
   // The running jobs preempt/dl offers Slurm as victims of job j now
-  // (preempt_p_preemptable): checkpointable, outranked by the margin and, with
-  // discretized queues, within the window after a periodic checkpoint.
+  // (preempt_p_preemptable): checkpointable, outranked by the margin (clairvoyant: with
+  // kClairvoyantMargin times j's remaining GPU-time) and, with windowed_preemption,
+  // within the window after a periodic checkpoint.
   std::vector<std::uint32_t> victim_candidates(const Job& j) const {
     // The points site_factor/dl would give them; preempt/dl's rule on them.
     const auto points = [&](double attained, double wait, std::uint32_t gpus) {
@@ -530,8 +540,12 @@ struct Simulator::Impl {
       const Job& v = jobs[r];
       if (!v.t.checkpointable) continue;
       const double attained = v.attained + v.hold * (now - v.run_start);
-      if (!outranks(p, points(attained, v.waited, v.hold), o.priority)) continue;
-      if (o.priority.discretized() &&
+      if (o.clairvoyant) {
+        if (remaining_gpu_s(v, progress_now(v)) < kClairvoyantMargin * remaining_gpu_s(j)) continue;
+      } else if (!outranks(p, points(attained, v.waited, v.hold), o.priority)) {
+        continue;
+      }
+      if (windowed_preemption(o) &&
           !just_checkpointed(rule_run_time(v), o.ckpt_every_s, checkpoint_slack())) {
         continue;
       }
@@ -618,7 +632,7 @@ struct Simulator::Impl {
   // Slurm, preempt/dl answers for every pending job that the main or the backfill
   // scheduler tries, not only for the first.)
   void preempt_below_head() {
-    if (o.policy != Policy::dl || !o.priority.discretized()) return;
+    if (!windowed_preemption(o)) return;
     // Slurm's main scheduler tries no lower job of a partition once one has failed in
     // it (job_scheduler.c, failed_parts): they preempt in its backfill pass.
     if (cons_tres_placement(o.shapes)) return;
@@ -639,19 +653,33 @@ struct Simulator::Impl {
   // it has crossed the threshold of the head's queue and is in preempt/dl's window
   // after a periodic checkpoint (k x ckpt_every of run time); the main scheduler looks
   // again at the first such moment (Slurm's runs every sched_interval anyway).
+  // Clairvoyant: the first such window while the job still needs kClairvoyantMargin
+  // times the head's remaining GPU-time.
   void schedule_checkpoint_tick(std::uint32_t h) {
-    if (o.policy != Policy::dl || !o.priority.discretized()) return;
+    if (!windowed_preemption(o)) return;
     const Job& head_job = jobs[h];
-    const auto q = pending_queue(head_job.attained, head_job.waited + now - head_job.eligible,
-                                 head_job.hold, o.priority);
-    if (q >= o.priority.queues.size()) return;  // the last queue preempts no one
-    const double threshold = o.priority.queues[q];
+    double threshold = 0;
+    if (!o.clairvoyant) {
+      const auto q = pending_queue(head_job.attained, head_job.waited + now - head_job.eligible,
+                                   head_job.hold, o.priority);
+      if (q >= o.priority.queues.size()) return;  // the last queue preempts no one
+      threshold = o.priority.queues[q];
+    }
     double t = kInf;
     for (const auto r : running) {
       const Job& v = jobs[r];
       if (!v.t.checkpointable) continue;
-      const double attained = v.attained + v.hold * (now - v.run_start);
-      const double crossed = now + std::max(0.0, threshold - attained) / v.hold;
+      double crossed = now;
+      double until = kInf;
+      if (o.clairvoyant) {
+        const double spare =
+            remaining_gpu_s(v, progress_now(v)) - kClairvoyantMargin * remaining_gpu_s(head_job);
+        if (spare < 0) continue;
+        until = std::max(now, v.run_start + v.run_restore) + spare / v.hold;
+      } else {
+        const double attained = v.attained + v.hold * (now - v.run_start);
+        crossed += std::max(0.0, threshold - attained) / v.hold;
+      }
       // Its first window (k x ckpt_every of run time) at or after that.
       const double base = v.run_start;
       const double k = std::max(1.0, std::ceil((crossed - base) / o.ckpt_every_s - 1e-9));
@@ -660,7 +688,7 @@ struct Simulator::Impl {
           crossed <= now + kEps) {
         at = now;
       }
-      if (at > now + kEps) t = std::min(t, at);
+      if (at > now + kEps && at <= until) t = std::min(t, at);
     }
     if (t < tick_at) {
       tick_at = t;

@@ -84,7 +84,23 @@ struct Options {
   bool record_runs = false;      // Result::runs
   PriorityParams priority;       // dl: weights, aging and the preemption margin, or queues
   Shapes shapes = Shapes::pack;  // dl
+  // dl: a reference no scheduler can run, for what knowing every job's run time would
+  // gain (shortest remaining processing time, in GPU-seconds). Pending jobs in order of
+  // their remaining GPU-time, read from the trace (the least first; equal ones in submit
+  // order), and a pending job preempts a running checkpointable one with at least
+  // kClairvoyantMargin times its remaining GPU-time, in the window after a periodic
+  // checkpoint as with discretized queues. priority's queues and starvation guard do
+  // not apply; its interval (the window, reshaping) does.
+  bool clairvoyant = false;
 };
+
+inline constexpr double kClairvoyantMargin = 2;
+
+// Whether preempt/dl's rules for discretized queues apply: preemption in the window
+// after a periodic checkpoint, by jobs below a blocked head and in backfill passes.
+inline bool windowed_preemption(const Options& o) {
+  return o.policy == Policy::dl && (o.priority.discretized() || o.clairvoyant);
+}
 
 // The shapes a run models: even_first with site_factor/dl's reshape=yes is what the
 // plugins do with it, even_reshaped.

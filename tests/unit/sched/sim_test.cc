@@ -413,6 +413,50 @@ TEST(Sim, QueuesTheStarvationGuardPromotesAJobThatWaitedLong) {
   EXPECT_GT(unguarded.outcomes[0].end_s, unguarded.outcomes[2].start_s);
 }
 
+// The clairvoyant reference: remaining GPU-time first, read from the trace.
+Options clairvoyant(std::uint32_t nodes, std::uint32_t gpus) {
+  Options o = queues(nodes, gpus);
+  o.clairvoyant = true;
+  return o;
+}
+
+TEST(Sim, ClairvoyantStartsTheJobWithTheLeastRemainingGpuTimeFirst) {
+  // As QueuesFifoWithinAQueue: C (10 s) starts before B (5000 s), which waited longer.
+  const std::vector<TraceJob> trace = {job(1, 0, 200, 4), job(2, 10, 5000, 4), job(3, 20, 10, 4)};
+  const Result r = simulate(trace, clairvoyant(1, 4));
+  EXPECT_DOUBLE_EQ(r.outcomes[2].start_s, 200);
+  EXPECT_DOUBLE_EQ(r.outcomes[1].start_s, 210);
+  // GPU-time, not time: a 2-GPU job of 300 s (600 GPU-s) before a 4-GPU job of 200 s.
+  const std::vector<TraceJob> gangs = {job(1, 0, 200, 4), job(2, 10, 200, 4), job(3, 20, 300, 2)};
+  EXPECT_LT(simulate(gangs, clairvoyant(1, 4)).outcomes[2].start_s,
+            simulate(gangs, clairvoyant(1, 4)).outcomes[1].start_s);
+}
+
+TEST(Sim, ClairvoyantPreemptsAJobThatNeedsTwiceTheGpuTimeAtItsCheckpoint) {
+  // L needs 4 x 1000 GPU-s more than S at 300 and saves its first checkpoint at 600:
+  // S preempts it then, losing no work.
+  const std::vector<TraceJob> trace = {job(1, 0, 2000, 4, true), job(2, 300, 100, 4)};
+  const Result r = simulate(trace, clairvoyant(1, 4));
+  EXPECT_EQ(r.preemptions, 1u);
+  EXPECT_DOUBLE_EQ(r.outcomes[1].start_s, 600);
+  // At 600 L needs 1400 s: not twice S's 800, so S waits for L to end.
+  const std::vector<TraceJob> close = {job(1, 0, 2000, 4, true), job(2, 300, 800, 4)};
+  const Result w = simulate(close, clairvoyant(1, 4));
+  EXPECT_EQ(w.preemptions, 0u);
+  EXPECT_DOUBLE_EQ(w.outcomes[1].start_s, 2000);
+}
+
+TEST(Sim, ClairvoyantOnlyWithTheDlPolicy) {
+  Options o = cluster(Policy::fifo_backfill, 1, 4);
+  o.clairvoyant = true;
+  try {
+    simulate({job(1, 0, 10, 1)}, o);
+    FAIL() << "accepted";
+  } catch (const InputError& e) {
+    EXPECT_STREQ(e.what(), "--clairvoyant: only with --policy dl");
+  }
+}
+
 TEST(Sim, QueuesAtPercentilesFollowTheFinishedJobs) {
   // Ten 10-GPU-second jobs finish by 30 s: p50 and p95 are both 10 GPU-seconds, so L
   // (4 GPUs from 40) is in queue 2 at once and the new job N (at 300) preempts it at its
